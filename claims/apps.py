@@ -1,0 +1,14 @@
+from django.apps import AppConfig
+
+
+class ClaimsConfig(AppConfig):
+    name = "claims"
+    verbose_name = "Workflow claims"
+
+    def ready(self) -> None:
+        from claims import checks, conf
+
+        checks.register_checks()
+        # Engines (Celery workers) run no system checks, so a bad TTL must stop
+        # every process here, before any claim work starts.
+        conf.claim_timing()

@@ -1,0 +1,75 @@
+"""The per-workflow claim protocol: pure Python, no Django, no Celery.
+
+See README.md beside this file for the invariants every change must keep.
+"""
+
+from .clock import Clock, OffsetClock, system_clock
+from .constants import (
+    AUTHORITATIVE_SCAN_LIMIT,
+    DEFAULT_RENEW_INTERVAL_MS,
+    DEFAULT_TTL_MS,
+    GRACE_MULTIPLIER,
+    OUTCOMES,
+    OWNERSHIP_MODES,
+    TAKEOVER_MAX_ATTEMPTS,
+    TTL_SAFETY_MULTIPLIER,
+)
+from .errors import (
+    ClaimConfigError,
+    ClaimError,
+    EngineDeposedError,
+    InvalidTransitionError,
+    InvalidWorkflowIdError,
+    OwnershipMarkerUnreadableError,
+    OwnershipModeMismatchError,
+    StaleEpochError,
+    WorkflowClaimUnavailableError,
+    WorkflowNotFoundError,
+)
+from .gate import ensure_ownership_mode
+from .ids import check_workflow_id
+from .metrics import ClaimMetrics, MetricsSnapshot, render_prometheus
+from .records import ClaimEventRecord, ClaimResult, ClaimRow, Holder
+from .registry import ClaimRegistry
+from .store import ClaimStore
+from .timing import ClaimTiming, is_claim_expired, parse_duration_ms
+from .transitions import rotate_claim
+
+__all__ = [
+    "AUTHORITATIVE_SCAN_LIMIT",
+    "DEFAULT_RENEW_INTERVAL_MS",
+    "DEFAULT_TTL_MS",
+    "GRACE_MULTIPLIER",
+    "OUTCOMES",
+    "OWNERSHIP_MODES",
+    "TAKEOVER_MAX_ATTEMPTS",
+    "TTL_SAFETY_MULTIPLIER",
+    "ClaimConfigError",
+    "ClaimError",
+    "ClaimEventRecord",
+    "ClaimMetrics",
+    "ClaimRegistry",
+    "ClaimResult",
+    "ClaimRow",
+    "ClaimStore",
+    "ClaimTiming",
+    "Clock",
+    "EngineDeposedError",
+    "Holder",
+    "InvalidTransitionError",
+    "InvalidWorkflowIdError",
+    "MetricsSnapshot",
+    "OffsetClock",
+    "OwnershipMarkerUnreadableError",
+    "OwnershipModeMismatchError",
+    "StaleEpochError",
+    "WorkflowClaimUnavailableError",
+    "WorkflowNotFoundError",
+    "check_workflow_id",
+    "ensure_ownership_mode",
+    "is_claim_expired",
+    "parse_duration_ms",
+    "render_prometheus",
+    "rotate_claim",
+    "system_clock",
+]

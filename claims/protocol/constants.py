@@ -1,0 +1,27 @@
+"""Protocol constants shared by every engine of a fleet (DESIGN §3)."""
+
+from typing import Final, Literal
+
+DEFAULT_TTL_MS: Final = 30_000
+DEFAULT_RENEW_INTERVAL_MS: Final = 5_000
+# A TTL shorter than three renew intervals leaves too little room for two
+# missed renewals before the claim can be taken over.
+TTL_SAFETY_MULTIPLIER: Final = 3
+# Expiry waits this many renew intervals past expires_at, absorbing clock skew.
+GRACE_MULTIPLIER: Final = 2
+TAKEOVER_MAX_ATTEMPTS: Final = 5
+AUTHORITATIVE_SCAN_LIMIT: Final = 500
+# Timestamps must stay exact in a JavaScript number (weft shares the rows).
+MAX_SAFE_INTEGER: Final = 2**53 - 1
+
+Outcome = Literal["acquired", "takeover", "lost_race", "deposed", "backoff_skipped"]
+OUTCOMES: Final[tuple[Outcome, ...]] = (
+    "acquired",
+    "takeover",
+    "lost_race",
+    "deposed",
+    "backoff_skipped",
+)
+
+OwnershipMode = Literal["lease", "workflow-lease"]
+OWNERSHIP_MODES: Final[tuple[OwnershipMode, ...]] = ("lease", "workflow-lease")

@@ -1,0 +1,79 @@
+"""The two recurring passes an engine runs on every tick: renew what it holds, reclaim the rest."""
+
+from __future__ import annotations
+
+import logging
+from concurrent.futures import Executor, ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Literal
+
+from .metrics import ClaimMetrics
+from .reclaim import ReclaimTarget
+from .registry import ClaimRegistry
+
+logger = logging.getLogger("weftboard.claims")
+
+RECLAIM_POOL_SIZE = 16
+
+
+@dataclass(frozen=True)
+class RenewPassResult:
+    outcomes: list[tuple[str, Literal["renewed", "failed"]]] = field(default_factory=list)
+    renewed_count: int = 0
+    failed_count: int = 0
+
+
+@dataclass(frozen=True)
+class ReclaimPassResult:
+    status: Literal["completed", "discovery-failed"]
+    outcomes: list[tuple[str, str]] = field(default_factory=list)
+    reclaimed_count: int = 0
+
+
+def run_renew_pass(registry: ClaimRegistry, metrics: ClaimMetrics | None = None) -> RenewPassResult:
+    """Renew every held claim; ``lost`` and store errors both count as renewal failures."""
+    outcomes: list[tuple[str, Literal["renewed", "failed"]]] = []
+    for workflow_id, result in registry.renew_all():
+        if result is not None and result.status == "not-held":
+            continue  # released while the pass ran: neither renewed nor a failure
+        renewed = result is not None and result.status == "renewed"
+        outcomes.append((workflow_id, "renewed" if renewed else "failed"))
+        if not renewed and metrics is not None:
+            metrics.record_renewal_failure()
+    if metrics is not None:
+        metrics.set_active_claims(len(registry.held_workflow_ids()))
+    renewed_count = sum(status == "renewed" for _, status in outcomes)
+    return RenewPassResult(outcomes, renewed_count, len(outcomes) - renewed_count)
+
+
+def run_reclaim_pass(
+    target: ReclaimTarget, *, executor: Executor | None = None
+) -> ReclaimPassResult:
+    """Discover candidates, then attempt each (a pool of 16); one failure never stops the rest.
+
+    Pass a long-lived ``executor`` when its threads hold resources worth keeping,
+    such as database connections.
+    """
+    try:
+        candidates = target.list_candidates()
+    except Exception:
+        logger.exception("reclaim candidate discovery failed")
+        return ReclaimPassResult("discovery-failed")
+
+    def attempt(workflow_id: str) -> str:
+        try:
+            return target.attempt(workflow_id)
+        except Exception:
+            logger.exception("reclaim attempt of workflow %s failed", workflow_id)
+            return "error"
+
+    if executor is not None:
+        statuses = list(executor.map(attempt, candidates))
+    elif len(candidates) <= 1:
+        statuses = [attempt(workflow_id) for workflow_id in candidates]
+    else:
+        with ThreadPoolExecutor(min(RECLAIM_POOL_SIZE, len(candidates))) as pool:
+            statuses = list(pool.map(attempt, candidates))
+    outcomes = list(zip(candidates, statuses, strict=True))
+    reclaimed = sum(status == "reclaimed" for status in statuses)
+    return ReclaimPassResult("completed", outcomes, reclaimed)

@@ -1,0 +1,233 @@
+"""Finding stranded workflows and taking their claims over (DESIGN §4).
+
+A candidate comes from one of three sources: expired or invalid holders,
+running workflows the visibility index shows without a holder, and a bounded
+cursor-rotated page of the authoritative workflow table (for workflows the
+index has never seen). Each attempt decides eligibility before any CAS and
+re-checks "disposing" after every database round trip, so a claim granted
+while the engine shuts down is released at once instead of being driven.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Literal
+
+from .constants import AUTHORITATIVE_SCAN_LIMIT, TAKEOVER_MAX_ATTEMPTS
+from .metrics import ClaimMetrics
+from .registry import ClaimRegistry
+from .store import ClaimStore
+
+logger = logging.getLogger("weftboard.claims")
+
+AttemptStatus = Literal["reclaimed", "not-eligible", "backoff-skipped", "lost-race"]
+CURSOR_NAME = "default"
+
+
+@dataclass
+class Discovery:
+    """How many candidates each source found in the last pass (for the dashboard)."""
+
+    stale_holders: int = 0
+    unheld_indexed: int = 0
+    authoritative_scan: int = 0
+    pending_redrives: int = 0
+    scanned: int = 0
+    wrapped: bool = False
+    candidates: list[str] = field(default_factory=list)
+
+
+class ReclaimTarget:
+    def __init__(
+        self,
+        registry: ClaimRegistry,
+        store: ClaimStore,
+        *,
+        metrics: ClaimMetrics | None = None,
+        on_reclaimed: Callable[[str], object] | None = None,
+        is_type_registered: Callable[[str], bool] | None = None,
+        scan_limit: int = AUTHORITATIVE_SCAN_LIMIT,
+    ) -> None:
+        self.registry = registry
+        self.store = store
+        self.metrics = metrics
+        self._on_reclaimed = on_reclaimed
+        self._is_type_registered = is_type_registered
+        self._scan_limit = scan_limit
+        self._lock = threading.Lock()
+        self._pending: dict[str, int] = {}
+        self._disposing = False
+        self.last_discovery = Discovery()
+
+    # -- state -------------------------------------------------------------------
+
+    @property
+    def pending_redrives(self) -> dict[str, int]:
+        with self._lock:
+            return dict(self._pending)
+
+    @property
+    def disposing(self) -> bool:
+        return self._disposing
+
+    def mark_disposing(self) -> None:
+        """Permanent: later attempts do nothing; a grant that lands now is released."""
+        self._disposing = True
+
+    # -- discovery -----------------------------------------------------------------
+
+    def list_candidates(self) -> list[str]:
+        if self._disposing:
+            return []
+        registry, store = self.registry, self.store
+        held = set(registry.held_workflow_ids())
+        now = registry.clock()
+        # The same rule takeover applies, so a pass costs O(stale), not O(all claims).
+        stale = store.list_stale_holders(expired_before_ms=now - registry.timing.grace_ms)
+        unheld = store.list_unheld_running_indexed()
+        page = store.scan_unheld_running(
+            cursor_name=CURSOR_NAME,
+            limit=self._scan_limit,
+            scanned_by=registry.engine_id,
+            now_ms=now,
+        )
+        candidates: dict[str, None] = {}
+        for workflow_id in [*stale, *unheld, *page.candidates]:
+            if workflow_id not in held:
+                candidates.setdefault(workflow_id)
+        pending = self.pending_redrives
+        for workflow_id in pending:
+            candidates.setdefault(workflow_id)
+        self.last_discovery = Discovery(
+            stale_holders=len(stale),
+            unheld_indexed=len(unheld),
+            authoritative_scan=len(page.candidates),
+            pending_redrives=len(pending),
+            scanned=page.scanned,
+            wrapped=page.wrapped,
+            candidates=list(candidates),
+        )
+        return list(candidates)
+
+    # -- one attempt -----------------------------------------------------------------
+
+    def attempt(self, workflow_id: str) -> AttemptStatus:
+        if self._disposing:
+            return "not-eligible"
+        held_epoch = self.registry.current_epoch(workflow_id)
+        if held_epoch is not None:
+            pending_epoch = self.pending_redrives.get(workflow_id)
+            if pending_epoch is None or pending_epoch == held_epoch:
+                return self._redrive(workflow_id, held_epoch)
+        # A re-drive recorded for an epoch I no longer hold is stale.
+        self._forget_redrive(workflow_id)
+        return self._take_over(workflow_id)
+
+    def _redrive(self, workflow_id: str, epoch: int) -> AttemptStatus:
+        if not self._is_running(workflow_id):
+            self._forget_redrive(workflow_id)
+            if self.registry.current_epoch(workflow_id) == epoch:
+                self.registry.release(workflow_id, expected_epoch=epoch)
+            return "not-eligible"
+        if self._disposing:
+            return "not-eligible"
+        return self._drive(workflow_id, epoch)
+
+    def _take_over(self, workflow_id: str) -> AttemptStatus:
+        if self._is_type_registered is not None:
+            info = self.store.read_workflow(workflow_id)
+            if info is None or not self._is_type_registered(info.workflow_type):
+                return "not-eligible"
+        for _ in range(TAKEOVER_MAX_ATTEMPTS):
+            if self._disposing:
+                return "not-eligible"
+            result = self.registry.takeover(workflow_id)
+            if result.status == "acquired":
+                self._record("takeover")
+                assert result.epoch is not None
+                return self._after_grant(workflow_id, result.epoch)
+            if result.status == "backoff-skipped":
+                self._record("backoff_skipped")
+                return "backoff-skipped"
+            if result.status == "not-expired":
+                return "not-eligible"
+            if result.status == "lost-race":
+                self._record("lost_race")
+                continue
+            # no-claim: nobody holds it, so a running workflow is simply acquired.
+            if self._disposing or not self._is_running(workflow_id):
+                return "not-eligible"
+            if self._disposing:
+                return "not-eligible"
+            acquired = self.registry.acquire(workflow_id)
+            if acquired.status != "acquired":
+                self._record("lost_race")
+                continue
+            self._record("acquired")
+            assert acquired.epoch is not None
+            return self._after_grant(workflow_id, acquired.epoch)
+        return "lost-race"
+
+    def _after_grant(self, workflow_id: str, epoch: int) -> AttemptStatus:
+        if self._disposing:
+            self.registry.release(workflow_id, expected_epoch=epoch)
+            return "not-eligible"
+        if not self._is_running(workflow_id):
+            # Finished or cancelled between discovery and the grant: hand it straight back.
+            if self.registry.current_epoch(workflow_id) == epoch:
+                self.registry.release(workflow_id, expected_epoch=epoch)
+            return "not-eligible"
+        if self._disposing:
+            self.registry.release(workflow_id, expected_epoch=epoch)
+            return "not-eligible"
+        return self._drive(workflow_id, epoch)
+
+    def _drive(self, workflow_id: str, epoch: int) -> AttemptStatus:
+        if self._on_reclaimed is not None:
+            try:
+                self._on_reclaimed(workflow_id)
+            except Exception as exc:
+                # User code may already have started: keep the claim and its fence,
+                # and drive again next pass rather than let another engine in.
+                with self._lock:
+                    self._pending[workflow_id] = epoch
+                self._persist_redrive(workflow_id, epoch, exc)
+                raise
+        self._forget_redrive(workflow_id)
+        return "reclaimed"
+
+    # -- helpers ---------------------------------------------------------------------
+
+    def _is_running(self, workflow_id: str) -> bool:
+        info = self.store.read_workflow(workflow_id)
+        return info is not None and info.status == "running"
+
+    def _record(self, outcome: str) -> None:
+        if self.metrics is not None:
+            self.metrics.record_attempt(outcome)
+
+    def _forget_redrive(self, workflow_id: str) -> None:
+        with self._lock:
+            had = self._pending.pop(workflow_id, None)
+        if had is not None:
+            try:
+                self.store.drop_pending_redrive(
+                    engine_id=self.registry.engine_id, workflow_id=workflow_id
+                )
+            except Exception:
+                logger.exception("could not drop the re-drive record of %s", workflow_id)
+
+    def _persist_redrive(self, workflow_id: str, epoch: int, error: BaseException) -> None:
+        try:
+            self.store.save_pending_redrive(
+                engine_id=self.registry.engine_id,
+                workflow_id=workflow_id,
+                epoch=epoch,
+                error=f"{type(error).__name__}: {error}"[:2000],
+                now_ms=self.registry.clock(),
+            )
+        except Exception:
+            logger.exception("could not persist the re-drive record of %s", workflow_id)

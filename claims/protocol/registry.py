@@ -1,0 +1,376 @@
+"""One engine's view of the claims it holds, and the compare-and-swap calls on them.
+
+The registry caches, per held workflow, the exact holder values it last wrote;
+every CAS compares all of them, so any foreign write (takeover, rotation,
+operator action) makes this engine's next renew or release fail cleanly.
+Statements run on the calling thread: Django connections are per thread.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+from dataclasses import replace
+from typing import TypeVar
+
+from .clock import Clock
+from .errors import EngineDeposedError
+from .metrics import ClaimMetrics
+from .records import ClaimEventRecord, ClaimResult, ClaimRow, ClaimStatus, EventKind, Holder
+from .store import ClaimStore
+from .timing import ClaimTiming, is_claim_expired
+
+logger = logging.getLogger("weftboard.claims")
+T = TypeVar("T")
+
+
+class _Flight:
+    """One in-flight renewal that concurrent callers for the same id share."""
+
+    def __init__(self) -> None:
+        self._done = threading.Event()
+        self._result: ClaimResult | None = None
+        self._error: BaseException | None = None
+
+    def finish(self, result: ClaimResult | None, error: BaseException | None) -> None:
+        self._result, self._error = result, error
+        self._done.set()
+
+    def wait(self) -> ClaimResult:
+        self._done.wait()
+        if self._error is not None:
+            raise self._error
+        assert self._result is not None
+        return self._result
+
+    def wait_quietly(self) -> None:
+        self._done.wait()
+
+
+class ClaimRegistry:
+    def __init__(
+        self,
+        store: ClaimStore,
+        *,
+        engine_id: str,
+        clock: Clock,
+        timing: ClaimTiming,
+        metrics: ClaimMetrics | None = None,
+        on_claim_lost: Callable[[str], object] | None = None,
+    ) -> None:
+        if not engine_id:
+            raise ValueError("engine_id must be a non-empty string")
+        self.store = store
+        self.engine_id = engine_id
+        self.clock = clock
+        self.timing = timing
+        self.metrics = metrics
+        self._on_claim_lost = on_claim_lost
+        self._lock = threading.Lock()
+        self._held: dict[str, Holder] = {}  # insertion order is grant order
+        self._cooldown_from_ms: dict[str, int] = {}
+        self._renewals: dict[str, _Flight] = {}
+        self._releasing: set[str] = set()
+
+    # -- local reads ---------------------------------------------------------
+
+    def current_epoch(self, workflow_id: str) -> int | None:
+        with self._lock:
+            held = self._held.get(workflow_id)
+        return None if held is None else held.epoch
+
+    def held_workflow_ids(self) -> list[str]:
+        with self._lock:
+            return list(self._held)
+
+    def held_claim(self, workflow_id: str) -> Holder | None:
+        with self._lock:
+            return self._held.get(workflow_id)
+
+    def in_cooldown(self, workflow_id: str, now_ms: int) -> bool:
+        with self._lock:
+            lost_at = self._cooldown_from_ms.get(workflow_id)
+        return lost_at is not None and lost_at <= now_ms < lost_at + self.timing.renew_interval_ms
+
+    # -- grants ----------------------------------------------------------------
+
+    def acquire(self, workflow_id: str) -> ClaimResult:
+        """Claim a workflow nobody holds. Never judges expiry: any holder present wins."""
+        now = self.clock()
+        row = self.store.read_claim(workflow_id)
+        if row is None:
+            holder = self._new_holder(1, now)
+            event = self._event(workflow_id, "acquired", None, 1, now)
+            if self.store.cas_insert(workflow_id, holder=holder, event=event):
+                return self._granted(workflow_id, holder)
+            return self._lost_race(workflow_id)
+        if row.holder is not None:
+            return ClaimResult("lost-race", workflow_id, held_by=row.valid_holder_engine())
+        holder = self._new_holder(row.epoch + 1, now)
+        event = self._event(workflow_id, "acquired", row.epoch, row.epoch + 1, now)
+        granted = self.store.cas_grant(
+            workflow_id, expected_epoch=row.epoch, expected_holder=None, holder=holder, event=event
+        )
+        return self._granted(workflow_id, holder) if granted else self._lost_race(workflow_id)
+
+    def takeover(self, workflow_id: str) -> ClaimResult:
+        """Steal an expired or invalid claim, minting the next epoch from the epoch column."""
+        now = self.clock()
+        if self.in_cooldown(workflow_id, now):
+            return ClaimResult("backoff-skipped", workflow_id)
+        row = self.store.read_claim(workflow_id)
+        if row is None or row.holder is None:
+            return ClaimResult("no-claim", workflow_id, epoch=None if row is None else row.epoch)
+        observed = row.holder
+        if row.holder_is_valid():
+            assert observed.expires_at_ms is not None
+            if not is_claim_expired(observed.expires_at_ms, now, self.timing):
+                return ClaimResult(
+                    "not-expired",
+                    workflow_id,
+                    epoch=row.epoch,
+                    held_by=observed.engine_id,
+                    expires_at_ms=observed.expires_at_ms,
+                )
+        holder = self._new_holder(row.epoch + 1, now)
+        event = self._event(workflow_id, "takeover", row.epoch, row.epoch + 1, now)
+        granted = self.store.cas_grant(
+            workflow_id,
+            expected_epoch=row.epoch,
+            expected_holder=observed,
+            holder=holder,
+            event=event,
+        )
+        return self._granted(workflow_id, holder) if granted else self._lost_race(workflow_id)
+
+    def adopt(self, workflow_id: str, epoch: int) -> ClaimResult:
+        """Cache a claim that an operator granted to this engine at ``epoch``."""
+        row = self.store.read_claim(workflow_id)
+        holder = None if row is None else row.holder
+        if (
+            row is None
+            or holder is None
+            or not row.holder_is_valid()
+            or holder.engine_id != self.engine_id
+            or row.epoch != epoch
+        ):
+            held_by = None if row is None else row.valid_holder_engine()
+            return ClaimResult("not-held", workflow_id, held_by=held_by)
+        self.store.record_event(self._event(workflow_id, "adopted", epoch, epoch, self.clock()))
+        result = self._granted(workflow_id, holder)
+        return replace(result, status="adopted")
+
+    # -- renewal ---------------------------------------------------------------
+
+    def renew(self, workflow_id: str) -> ClaimResult:
+        """Extend my claim. One renewal per id is in flight; concurrent callers share it."""
+        with self._lock:
+            if workflow_id in self._releasing:
+                return ClaimResult("not-held", workflow_id)
+            joined = self._renewals.get(workflow_id)
+            held = self._held.get(workflow_id)
+            if joined is None:
+                if held is None:
+                    return ClaimResult("not-held", workflow_id)
+                flight = self._renewals[workflow_id] = _Flight()
+        if joined is not None:
+            return joined.wait()
+        assert held is not None
+        result: ClaimResult | None = None
+        error: BaseException | None = None
+        try:
+            result = self._renew_once(workflow_id, held)
+            return result
+        except BaseException as exc:
+            error = exc
+            raise
+        finally:
+            with self._lock:
+                if self._renewals.get(workflow_id) is flight:
+                    del self._renewals[workflow_id]
+            flight.finish(result, error)
+
+    def renew_all(self, *, chunk_size: int = 5_000) -> list[tuple[str, ClaimResult | None]]:
+        """Renew every held claim with one set-based statement per chunk.
+
+        Results follow grant order; None marks a claim whose chunk failed with a
+        store error (logged), which leaves that claim cached for the next pass.
+        The per-id rules of ``renew`` hold: an id being released is skipped, an
+        id with a renewal in flight shares that renewal's result.
+        """
+        mine: list[tuple[str, Holder, _Flight]] = []
+        joined: dict[str, _Flight] = {}
+        with self._lock:
+            order = [wf for wf in self._held if wf not in self._releasing]
+            for workflow_id in order:
+                flight = self._renewals.get(workflow_id)
+                if flight is not None:
+                    joined[workflow_id] = flight
+                    continue
+                flight = self._renewals[workflow_id] = _Flight()
+                mine.append((workflow_id, self._held[workflow_id], flight))
+        results: dict[str, ClaimResult | None] = {}
+        for start in range(0, len(mine), chunk_size):
+            results.update(self._renew_chunk(mine[start : start + chunk_size]))
+        for workflow_id, flight in joined.items():
+            try:
+                results[workflow_id] = flight.wait()
+            except Exception:
+                results[workflow_id] = None
+        return [(workflow_id, results[workflow_id]) for workflow_id in order]
+
+    def _renew_chunk(
+        self, chunk: list[tuple[str, Holder, _Flight]]
+    ) -> dict[str, ClaimResult | None]:
+        expires_at = self.clock() + self.timing.ttl_ms
+        error: Exception | None = None
+        try:
+            renewed = self.store.renew_many(
+                [(workflow_id, held) for workflow_id, held, _ in chunk], expires_at_ms=expires_at
+            )
+        except Exception as exc:
+            logger.exception("renewal of %d claims failed", len(chunk))
+            error, renewed = exc, set()
+        lost_at = self.clock()
+        results: dict[str, ClaimResult | None] = {}
+        lost: list[tuple[str, Holder]] = []
+        with self._lock:
+            for workflow_id, held, flight in chunk:
+                if self._renewals.get(workflow_id) is flight:
+                    del self._renewals[workflow_id]
+                still_ours = self._held.get(workflow_id) is held
+                if error is not None:
+                    results[workflow_id] = None
+                elif workflow_id in renewed:
+                    if still_ours:
+                        self._held[workflow_id] = replace(held, expires_at_ms=expires_at)
+                    results[workflow_id] = ClaimResult(
+                        "renewed", workflow_id, epoch=held.epoch, expires_at_ms=expires_at
+                    )
+                else:
+                    if still_ours:
+                        del self._held[workflow_id]
+                        self._cooldown_from_ms[workflow_id] = lost_at
+                        lost.append((workflow_id, held))
+                    results[workflow_id] = ClaimResult("lost", workflow_id, epoch=held.epoch)
+        for workflow_id, _, flight in chunk:
+            flight.finish(results[workflow_id], error)
+        for workflow_id, held in lost:
+            self._report_lost(workflow_id, held, lost_at)
+        return results
+
+    def _renew_once(self, workflow_id: str, held: Holder) -> ClaimResult:
+        expires_at = self.clock() + self.timing.ttl_ms
+        renewed = self.store.cas_renew(workflow_id, held=held, expires_at_ms=expires_at)
+        lost_at = self.clock()
+        with self._lock:
+            still_ours = self._held.get(workflow_id) is held
+            if renewed:
+                if still_ours:
+                    self._held[workflow_id] = replace(held, expires_at_ms=expires_at)
+                return ClaimResult(
+                    "renewed", workflow_id, epoch=held.epoch, expires_at_ms=expires_at
+                )
+            if still_ours:
+                # A newer grant cached meanwhile must survive this stale failure.
+                del self._held[workflow_id]
+                self._cooldown_from_ms[workflow_id] = lost_at
+        if still_ours:
+            self._report_lost(workflow_id, held, lost_at)
+        return ClaimResult("lost", workflow_id, epoch=held.epoch)
+
+    def _report_lost(self, workflow_id: str, held: Holder, at_ms: int) -> None:
+        if self.metrics is not None:
+            self.metrics.record_attempt("deposed")
+        logger.warning(
+            "engine %s lost its claim on workflow %s at epoch %s",
+            self.engine_id,
+            workflow_id,
+            held.epoch,
+        )
+        try:
+            self.store.record_event(self._event(workflow_id, "deposed", held.epoch, None, at_ms))
+        except Exception:
+            logger.exception("could not record the deposition of workflow %s", workflow_id)
+        if self._on_claim_lost is not None:
+            try:
+                self._on_claim_lost(workflow_id)
+            except Exception:
+                logger.exception("on_claim_lost failed for workflow %s", workflow_id)
+
+    # -- release ---------------------------------------------------------------
+
+    def release(self, workflow_id: str, expected_epoch: int | None = None) -> ClaimResult:
+        """Give the claim up; the epoch stays. Waits for an in-flight renewal first."""
+        with self._lock:
+            held = self._held.get(workflow_id)
+            if held is None or workflow_id in self._releasing:
+                return ClaimResult("not-held", workflow_id)
+            if expected_epoch is not None and held.epoch != expected_epoch:
+                return ClaimResult("not-held", workflow_id, epoch=held.epoch)
+            self._releasing.add(workflow_id)
+            flight = self._renewals.get(workflow_id)
+        try:
+            if flight is not None:
+                flight.wait_quietly()
+            with self._lock:
+                held = self._held.get(workflow_id)
+            if held is None or (expected_epoch is not None and held.epoch != expected_epoch):
+                return ClaimResult("not-held", workflow_id)
+            event = self._event(workflow_id, "released", held.epoch, held.epoch, self.clock())
+            released = self.store.cas_release(workflow_id, held=held, event=event)
+            with self._lock:
+                if self._held.get(workflow_id) is held:
+                    del self._held[workflow_id]
+            status: ClaimStatus = "released" if released else "lost-race"
+            return ClaimResult(status, workflow_id, epoch=held.epoch)
+        finally:
+            with self._lock:
+                self._releasing.discard(workflow_id)
+
+    def release_all(self) -> None:
+        """Best effort at shutdown: one failure never keeps the others held."""
+        for workflow_id in self.held_workflow_ids():
+            try:
+                self.release(workflow_id)
+            except Exception:
+                logger.exception("could not release workflow %s at shutdown", workflow_id)
+
+    # -- fenced writes ---------------------------------------------------------
+
+    def fenced_write(self, workflow_id: str, fn: Callable[[], T]) -> T:
+        """Run ``fn`` only while the claim is still at the epoch this engine holds."""
+        epoch = self.current_epoch(workflow_id)
+        if epoch is None:
+            raise EngineDeposedError(workflow_id)
+        return self.store.fenced_write(workflow_id, epoch, fn)
+
+    # -- internals -------------------------------------------------------------
+
+    def _new_holder(self, epoch: int, now_ms: int) -> Holder:
+        return Holder(self.engine_id, epoch, now_ms + self.timing.ttl_ms, now_ms)
+
+    def _event(
+        self,
+        workflow_id: str,
+        kind: EventKind,
+        epoch_before: int | None,
+        epoch_after: int | None,
+        at_ms: int,
+    ) -> ClaimEventRecord:
+        return ClaimEventRecord(workflow_id, kind, epoch_before, epoch_after, self.engine_id, at_ms)
+
+    def _granted(self, workflow_id: str, holder: Holder) -> ClaimResult:
+        with self._lock:
+            self._held.pop(workflow_id, None)  # a re-grant moves to the end of grant order
+            self._held[workflow_id] = holder
+            self._cooldown_from_ms.pop(workflow_id, None)
+        return ClaimResult(
+            "acquired", workflow_id, epoch=holder.epoch, expires_at_ms=holder.expires_at_ms
+        )
+
+    def _lost_race(self, workflow_id: str) -> ClaimResult:
+        row: ClaimRow | None = self.store.read_claim(workflow_id)
+        held_by = None if row is None else row.valid_holder_engine()
+        return ClaimResult("lost-race", workflow_id, held_by=held_by)

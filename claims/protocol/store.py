@@ -1,0 +1,100 @@
+"""The storage contract every claim store fulfils (in memory, Django ORM, ...).
+
+Each ``cas_*`` method is one compare-and-swap: it applies only when the row
+still holds exactly the values named, and returns whether it applied. A store
+never decides protocol policy (expiry, cooldowns); the registry does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Protocol, TypeVar
+
+from .records import ClaimEventRecord, ClaimRow, Holder, ScanPage, WorkflowInfo
+
+T = TypeVar("T")
+
+
+class ClaimStore(Protocol):
+    def read_claim(self, workflow_id: str) -> ClaimRow | None: ...
+
+    def cas_insert(
+        self, workflow_id: str, *, holder: Holder | None, event: ClaimEventRecord | None
+    ) -> bool:
+        """Create the row at epoch 1 (holder may be None) if no row exists for the id."""
+        ...
+
+    def cas_grant(
+        self,
+        workflow_id: str,
+        *,
+        expected_epoch: int,
+        expected_holder: Holder | None,
+        holder: Holder | None,
+        event: ClaimEventRecord | None,
+    ) -> bool:
+        """Move epoch -> expected_epoch + 1 and set the holder, if epoch and all four
+        holder columns still equal the expected values (None = all null)."""
+        ...
+
+    def cas_rotate(
+        self,
+        workflow_id: str,
+        *,
+        expected_epoch: int,
+        holder: Holder | None,
+        event: ClaimEventRecord | None,
+    ) -> bool:
+        """Move epoch -> expected_epoch + 1 and set the holder, conditioned on the epoch
+        alone: an external transition must win over a concurrent renewal."""
+        ...
+
+    def cas_renew(self, workflow_id: str, *, held: Holder, expires_at_ms: int) -> bool:
+        """Set holder_expires_at_ms if the epoch and all four holder columns equal ``held``."""
+        ...
+
+    def cas_release(
+        self, workflow_id: str, *, held: Holder, event: ClaimEventRecord | None
+    ) -> bool:
+        """Clear the holder (the epoch stays) if the epoch and holder equal ``held``."""
+        ...
+
+    def record_event(self, event: ClaimEventRecord) -> None: ...
+
+    def fenced_write(self, workflow_id: str, epoch: int, fn: Callable[[], T]) -> T:
+        """Run ``fn`` in one transaction that first confirms the claim is at ``epoch``;
+        otherwise roll back and raise EngineDeposedError."""
+        ...
+
+    def read_ownership_mode(self) -> tuple[str, int | None] | None: ...
+
+    def insert_ownership_mode(self, mode: str, established_at_ms: int) -> bool: ...
+
+    # -- passes ------------------------------------------------------------------
+
+    def renew_many(self, held: Sequence[tuple[str, Holder]], *, expires_at_ms: int) -> set[str]:
+        """Renew each (id, holder) like cas_renew, set-based; returns the ids renewed."""
+        ...
+
+    def read_workflow(self, workflow_id: str) -> WorkflowInfo | None: ...
+
+    def list_stale_holders(self, *, expired_before_ms: int) -> list[str]:
+        """Ids whose holder expires before the bound, or whose holder is invalid."""
+        ...
+
+    def list_unheld_running_indexed(self) -> list[str]:
+        """Ids the visibility index says are running that have no holder."""
+        ...
+
+    def scan_unheld_running(
+        self, *, cursor_name: str, limit: int, scanned_by: str, now_ms: int
+    ) -> ScanPage:
+        """Read up to ``limit`` workflows after the persisted cursor, in key order; return
+        the running ones with no holder, and move the cursor (to the start when short)."""
+        ...
+
+    def save_pending_redrive(
+        self, *, engine_id: str, workflow_id: str, epoch: int, error: str, now_ms: int
+    ) -> None: ...
+
+    def drop_pending_redrive(self, *, engine_id: str, workflow_id: str) -> None: ...

@@ -1,0 +1,261 @@
+"""An in-memory claim store and a fake clock, for tests and for embedding without a database."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TypeVar
+
+from .errors import EngineDeposedError
+from .records import ClaimEventRecord, ClaimRow, Holder, ScanPage, WorkflowInfo
+
+T = TypeVar("T")
+
+
+class FakeClock:
+    """A clock that moves only when told to; callable like every Clock."""
+
+    def __init__(self, start_ms: int = 0) -> None:
+        self._lock = threading.Lock()
+        self._now_ms = start_ms
+
+    def __call__(self) -> int:
+        with self._lock:
+            return self._now_ms
+
+    def advance(self, ms: int) -> int:
+        if ms < 0:
+            raise ValueError("a clock never goes backwards")
+        with self._lock:
+            self._now_ms += ms
+            return self._now_ms
+
+    def set(self, now_ms: int) -> None:
+        with self._lock:
+            if now_ms < self._now_ms:
+                raise ValueError("a clock never goes backwards")
+            self._now_ms = now_ms
+
+
+@dataclass
+class _Row:
+    epoch: int
+    holder: Holder | None
+
+
+class MemoryClaimStore:
+    """The same contract as the ORM store, with one lock standing in for transactions."""
+
+    def __init__(self) -> None:
+        # Re-entrant so a fenced write's function may use the store itself.
+        self._lock = threading.RLock()
+        self._rows: dict[str, _Row] = {}
+        self._events: list[ClaimEventRecord] = []
+        self._mode: tuple[str, int | None] | None = None
+        self._workflows: dict[str, WorkflowInfo] = {}
+        self._indexed: dict[str, str] = {}  # workflow id -> status in the visibility index
+        self._cursors: dict[str, tuple[str | None, int, int]] = {}  # last id, wraps, scanned
+        self.pending_redrives: dict[tuple[str, str], tuple[int, int, str]] = {}
+
+    # -- reads -----------------------------------------------------------------
+
+    def read_claim(self, workflow_id: str) -> ClaimRow | None:
+        with self._lock:
+            row = self._rows.get(workflow_id)
+            return None if row is None else ClaimRow(workflow_id, row.epoch, row.holder)
+
+    def rows(self) -> dict[str, ClaimRow]:
+        with self._lock:
+            return {wf: ClaimRow(wf, row.epoch, row.holder) for wf, row in self._rows.items()}
+
+    @property
+    def events(self) -> list[ClaimEventRecord]:
+        with self._lock:
+            return list(self._events)
+
+    # -- compare-and-swap ------------------------------------------------------
+
+    def cas_insert(
+        self, workflow_id: str, *, holder: Holder | None, event: ClaimEventRecord | None
+    ) -> bool:
+        with self._lock:
+            if workflow_id in self._rows:
+                return False
+            self._rows[workflow_id] = _Row(1, holder)
+            self._append(event)
+            return True
+
+    def cas_grant(
+        self,
+        workflow_id: str,
+        *,
+        expected_epoch: int,
+        expected_holder: Holder | None,
+        holder: Holder | None,
+        event: ClaimEventRecord | None,
+    ) -> bool:
+        with self._lock:
+            row = self._rows.get(workflow_id)
+            if row is None or row.epoch != expected_epoch or row.holder != expected_holder:
+                return False
+            row.epoch, row.holder = expected_epoch + 1, holder
+            self._append(event)
+            return True
+
+    def cas_rotate(
+        self,
+        workflow_id: str,
+        *,
+        expected_epoch: int,
+        holder: Holder | None,
+        event: ClaimEventRecord | None,
+    ) -> bool:
+        with self._lock:
+            row = self._rows.get(workflow_id)
+            if row is None or row.epoch != expected_epoch:
+                return False
+            row.epoch, row.holder = expected_epoch + 1, holder
+            self._append(event)
+            return True
+
+    def cas_renew(self, workflow_id: str, *, held: Holder, expires_at_ms: int) -> bool:
+        with self._lock:
+            row = self._rows.get(workflow_id)
+            if row is None or row.epoch != held.epoch or row.holder != held:
+                return False
+            row.holder = Holder(held.engine_id, held.epoch, expires_at_ms, held.claimed_at_ms)
+            return True
+
+    def cas_release(
+        self, workflow_id: str, *, held: Holder, event: ClaimEventRecord | None
+    ) -> bool:
+        with self._lock:
+            row = self._rows.get(workflow_id)
+            if row is None or row.epoch != held.epoch or row.holder != held:
+                return False
+            row.holder = None
+            self._append(event)
+            return True
+
+    def record_event(self, event: ClaimEventRecord) -> None:
+        self._append(event)
+
+    def fenced_write(self, workflow_id: str, epoch: int, fn: Callable[[], T]) -> T:
+        with self._lock:
+            row = self._rows.get(workflow_id)
+            if row is None or row.epoch != epoch:
+                raise EngineDeposedError(workflow_id)
+            return fn()
+
+    # -- passes --------------------------------------------------------------------
+
+    def renew_many(self, held: Sequence[tuple[str, Holder]], *, expires_at_ms: int) -> set[str]:
+        with self._lock:
+            return {
+                workflow_id
+                for workflow_id, holder in held
+                if self.cas_renew(workflow_id, held=holder, expires_at_ms=expires_at_ms)
+            }
+
+    def read_workflow(self, workflow_id: str) -> WorkflowInfo | None:
+        with self._lock:
+            return self._workflows.get(workflow_id)
+
+    def list_stale_holders(self, *, expired_before_ms: int) -> list[str]:
+        with self._lock:
+            rows = self.rows()
+        stale = []
+        for workflow_id, row in sorted(rows.items()):
+            if row.holder is None:
+                continue
+            expires = row.holder.expires_at_ms
+            if not row.holder_is_valid() or (expires is not None and expires < expired_before_ms):
+                stale.append(workflow_id)
+        return stale
+
+    def list_unheld_running_indexed(self) -> list[str]:
+        with self._lock:
+            return [
+                workflow_id
+                for workflow_id, status in sorted(self._indexed.items())
+                if status == "running" and self._unheld(workflow_id)
+            ]
+
+    def scan_unheld_running(
+        self, *, cursor_name: str, limit: int, scanned_by: str, now_ms: int
+    ) -> ScanPage:
+        with self._lock:
+            last, wraps, scanned_total = self._cursors.get(cursor_name, (None, 0, 0))
+            page = [wf for wf in sorted(self._workflows) if last is None or wf > last][:limit]
+            wrapped = len(page) < limit
+            self._cursors[cursor_name] = (
+                None if wrapped else page[-1],
+                wraps + wrapped,
+                scanned_total + len(page),
+            )
+            candidates = [
+                wf for wf in page if self._workflows[wf].status == "running" and self._unheld(wf)
+            ]
+            return ScanPage(candidates, len(page), wrapped)
+
+    def cursor(self, cursor_name: str = "default") -> tuple[str | None, int, int]:
+        with self._lock:
+            return self._cursors.get(cursor_name, (None, 0, 0))
+
+    def save_pending_redrive(
+        self, *, engine_id: str, workflow_id: str, epoch: int, error: str, now_ms: int
+    ) -> None:
+        with self._lock:
+            previous = self.pending_redrives.get((engine_id, workflow_id))
+            attempts = 1 if previous is None else previous[1] + 1
+            self.pending_redrives[(engine_id, workflow_id)] = (epoch, attempts, error)
+
+    def drop_pending_redrive(self, *, engine_id: str, workflow_id: str) -> None:
+        with self._lock:
+            self.pending_redrives.pop((engine_id, workflow_id), None)
+
+    def _unheld(self, workflow_id: str) -> bool:
+        row = self._rows.get(workflow_id)
+        return row is None or row.holder is None
+
+    # -- ownership mode --------------------------------------------------------
+
+    def read_ownership_mode(self) -> tuple[str, int | None] | None:
+        with self._lock:
+            return self._mode
+
+    def insert_ownership_mode(self, mode: str, established_at_ms: int) -> bool:
+        with self._lock:
+            if self._mode is not None:
+                return False
+            self._mode = (mode, established_at_ms)
+            return True
+
+    # -- test arrangement ------------------------------------------------------
+
+    def put_row(self, workflow_id: str, *, epoch: int, holder: Holder | None) -> None:
+        """Write a row as-is (garbage holders included), bypassing every condition."""
+        with self._lock:
+            self._rows[workflow_id] = _Row(epoch, holder)
+
+    def put_workflow(
+        self,
+        workflow_id: str,
+        *,
+        status: str = "running",
+        workflow_type: str = "demo",
+        indexed: bool = True,
+    ) -> None:
+        """Record a workflow (and, unless ``indexed`` is False, its visibility entry)."""
+        with self._lock:
+            self._workflows[workflow_id] = WorkflowInfo(workflow_id, status, workflow_type)
+            if indexed:
+                self._indexed[workflow_id] = status
+            else:
+                self._indexed.pop(workflow_id, None)
+
+    def _append(self, event: ClaimEventRecord | None) -> None:
+        if event is not None:
+            with self._lock:
+                self._events.append(event)

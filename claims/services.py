@@ -1,0 +1,251 @@
+"""Writes to workflows and claims. Every status change and its epoch rotation commit together."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from django.db import transaction
+
+from claims.clock import fleet_clock
+from claims.conf import claim_timing
+from claims.models import (
+    TERMINAL_STATUSES,
+    Engine,
+    EngineStatus,
+    Workflow,
+    WorkflowStatus,
+    WorkflowVisibility,
+)
+from claims.protocol import Clock, rotate_claim
+from claims.protocol.errors import (
+    ClaimConfigError,
+    InvalidTransitionError,
+    WorkflowClaimUnavailableError,
+    WorkflowNotFoundError,
+)
+from claims.protocol.ids import check_workflow_id
+from claims.protocol.records import ClaimEventRecord, Holder
+from claims.store import OrmClaimStore
+
+_store = OrmClaimStore()
+
+
+def _now(clock: Clock | None) -> int:
+    return (clock or fleet_clock())()
+
+
+def workflow_index(workflow: Workflow) -> None:
+    """Bring the visibility row in line with the workflow; caller holds the transaction."""
+    WorkflowVisibility.objects.update_or_create(
+        workflow_id=workflow.workflow_id,
+        defaults={
+            "status": workflow.status,
+            "workflow_type": workflow.workflow_type,
+            "updated_at_ms": workflow.updated_at_ms,
+        },
+    )
+
+
+def workflow_start(
+    *,
+    workflow_type: str,
+    input: Any = None,
+    workflow_id: str | None = None,
+    engine_id: str | None = None,
+    clock: Clock | None = None,
+) -> Workflow:
+    """Create a running workflow; with ``engine_id`` it is claimed for that engine at once.
+
+    Without an engine it starts ownerless and the next reclaim pass claims it.
+    """
+    workflow_id = check_workflow_id(workflow_id or str(uuid.uuid4()))
+    if not workflow_type:
+        raise ClaimConfigError("a workflow type is required")
+    now = _now(clock)
+    with transaction.atomic():
+        if Workflow.objects.filter(workflow_id=workflow_id).exists():
+            raise InvalidTransitionError(workflow_id, "already started", "start")
+        workflow = Workflow.objects.create(
+            workflow_id=workflow_id,
+            workflow_type=workflow_type,
+            status=WorkflowStatus.RUNNING,
+            state={"input": input, "steps": {}},
+            created_at_ms=now,
+            updated_at_ms=now,
+        )
+        workflow_index(workflow)
+        if engine_id is not None:
+            _claim_for_start(workflow_id, engine_id, now)
+    return workflow
+
+
+def _claim_for_start(workflow_id: str, engine_id: str, now: int) -> None:
+    """Grant the claim of a new workflow; an id reused after purge keeps its epoch line."""
+    ttl = claim_timing().ttl_ms
+    row = _store.read_claim(workflow_id)
+    epoch = 1 if row is None else row.epoch + 1
+    holder = Holder(engine_id, epoch, now + ttl, now)
+    event = ClaimEventRecord(
+        workflow_id, "acquired", None if row is None else row.epoch, epoch, engine_id, now
+    )
+    if row is None:
+        granted = _store.cas_insert(workflow_id, holder=holder, event=event)
+    elif row.holder is None:
+        granted = _store.cas_grant(
+            workflow_id, expected_epoch=row.epoch, expected_holder=None, holder=holder, event=event
+        )
+    else:
+        granted = False
+    if not granted:
+        current = _store.read_claim(workflow_id)
+        raise WorkflowClaimUnavailableError(
+            workflow_id, None if current is None else current.valid_holder_engine()
+        )
+
+
+def _terminal_transition(
+    workflow_id: str,
+    *,
+    status: WorkflowStatus,
+    action: str,
+    actor: str | None,
+    reason: str,
+    clock: Clock | None,
+) -> Workflow:
+    workflow_id = check_workflow_id(workflow_id)
+    now = _now(clock)
+    with transaction.atomic():
+        workflow = Workflow.objects.select_for_update().filter(workflow_id=workflow_id).first()
+        if workflow is None:
+            raise WorkflowNotFoundError(workflow_id)
+        if workflow.status in TERMINAL_STATUSES:
+            raise InvalidTransitionError(workflow_id, workflow.status, action)
+        rotate_claim(
+            _store, workflow_id, clock=lambda: now, kind="rotated", actor=actor, reason=reason
+        )
+        workflow.status = status
+        workflow.updated_at_ms = now
+        workflow.save(update_fields=["status", "updated_at_ms"])
+        workflow_index(workflow)
+    return workflow
+
+
+def workflow_cancel(
+    workflow_id: str, *, actor: str | None = None, reason: str = "", clock: Clock | None = None
+) -> Workflow:
+    return _terminal_transition(
+        workflow_id,
+        status=WorkflowStatus.CANCELLED,
+        action="cancel",
+        actor=actor,
+        reason=reason,
+        clock=clock,
+    )
+
+
+def workflow_timeout(
+    workflow_id: str, *, actor: str | None = None, reason: str = "", clock: Clock | None = None
+) -> Workflow:
+    return _terminal_transition(
+        workflow_id,
+        status=WorkflowStatus.TIMED_OUT,
+        action="time out",
+        actor=actor,
+        reason=reason,
+        clock=clock,
+    )
+
+
+def workflow_suspend(
+    workflow_id: str, *, actor: str | None = None, reason: str = "", clock: Clock | None = None
+) -> Workflow:
+    return _terminal_transition(
+        workflow_id,
+        status=WorkflowStatus.SUSPENDED,
+        action="suspend",
+        actor=actor,
+        reason=reason,
+        clock=clock,
+    )
+
+
+def workflow_purge(
+    workflow_id: str, *, actor: str | None = None, reason: str = "", clock: Clock | None = None
+) -> None:
+    """Delete the workflow and its index row; its claim row stays, one epoch further on."""
+    workflow_id = check_workflow_id(workflow_id)
+    now = _now(clock)
+    with transaction.atomic():
+        workflow = Workflow.objects.select_for_update().filter(workflow_id=workflow_id).first()
+        if workflow is None:
+            raise WorkflowNotFoundError(workflow_id)
+        rotate_claim(
+            _store, workflow_id, clock=lambda: now, kind="rotated", actor=actor, reason=reason
+        )
+        WorkflowVisibility.objects.filter(workflow_id=workflow_id).delete()
+        workflow.delete()
+
+
+def _required_reason(reason: str) -> str:
+    reason = (reason or "").strip()
+    if not reason:
+        raise ClaimConfigError("a reason is required for an operator action on a claim")
+    return reason
+
+
+def claim_force_release(
+    workflow_id: str,
+    *,
+    expected_epoch: int,
+    actor: str | None,
+    reason: str,
+    clock: Clock | None = None,
+) -> int:
+    """Move the claim to epoch + 1 with no holder; the old holder is deposed on its next write.
+
+    Raises StaleEpochError when the claim is no longer at ``expected_epoch``.
+    """
+    workflow_id = check_workflow_id(workflow_id)
+    reason = _required_reason(reason)
+    with transaction.atomic():
+        return rotate_claim(
+            _store,
+            workflow_id,
+            clock=clock or fleet_clock(),
+            kind="forced_release",
+            expected_epoch=expected_epoch,
+            actor=actor,
+            reason=reason,
+        )
+
+
+def claim_force_takeover(
+    workflow_id: str,
+    *,
+    expected_epoch: int,
+    target_engine_id: str,
+    actor: str | None,
+    reason: str,
+    clock: Clock | None = None,
+) -> int:
+    """Grant epoch + 1 to a live engine, which adopts and drives the workflow.
+
+    Raises StaleEpochError when the claim is no longer at ``expected_epoch``.
+    """
+    workflow_id = check_workflow_id(workflow_id)
+    reason = _required_reason(reason)
+    if not Engine.objects.filter(engine_id=target_engine_id, status=EngineStatus.ACTIVE).exists():
+        raise ClaimConfigError(f"engine {target_engine_id!r} is not a live engine")
+    with transaction.atomic():
+        return rotate_claim(
+            _store,
+            workflow_id,
+            clock=clock or fleet_clock(),
+            kind="forced_takeover",
+            expected_epoch=expected_epoch,
+            new_holder_engine_id=target_engine_id,
+            ttl_ms=claim_timing().ttl_ms,
+            actor=actor,
+            reason=reason,
+        )

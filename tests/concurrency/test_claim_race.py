@@ -1,0 +1,178 @@
+"""Many engines race acquire, takeover, renew, release and external rotations on 20 workflows.
+
+Afterwards the ClaimEvent log, the final WorkflowClaim rows and every result each
+engine saw must tell one consistent story: each grant is the previous epoch + 1,
+no epoch is granted twice, and nobody believes in a claim the rows deny.
+PostgreSQL: real processes, each its own Django and connection. Any database: threads.
+"""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+import threading
+import time
+import traceback
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+import pytest
+from django.db import connection
+
+from claims.protocol.testing import FakeClock
+
+from ._race_checks import assert_race_had_teeth, check_race
+from ._race_engine import (
+    DURATION_S,
+    ENGINE_COUNT,
+    START_MS,
+    advancing_clock,
+    process_main,
+    race_workflow_ids,
+    run_engine,
+)
+
+SEED = 20_240_917
+STARTUP_TIMEOUT_S = 60
+RUN_TIMEOUT_S = DURATION_S + 45
+
+
+def database_url(settings_dict: dict[str, Any]) -> str:
+    """The URL of the database this test runs on (the test database, not the configured one)."""
+    user = quote(settings_dict.get("USER") or "", safe="")
+    password = quote(settings_dict.get("PASSWORD") or "", safe="")
+    credentials = f"{user}:{password}@" if password else (f"{user}@" if user else "")
+    host = settings_dict.get("HOST") or "localhost"
+    port = f":{settings_dict['PORT']}" if settings_dict.get("PORT") else ""
+    return f"postgres://{credentials}{host}{port}/{quote(settings_dict['NAME'], safe='')}"
+
+
+def print_summary(title: str, summary: dict[str, Any], wall_s: float) -> None:
+    print(f"\n[{title}] {wall_s:.1f}s wall, {summary['ops']} calls")
+    for key in ("results", "events", "cas_failures"):
+        print(f"  {key}: {summary[key]}")
+    print(f"  sum of final epochs: {summary['final_epochs']}, held at end: {summary['held_at_end']}")
+
+
+@pytest.mark.slow
+@pytest.mark.postgres
+@pytest.mark.timeout(120)
+@pytest.mark.django_db(transaction=True)
+def test_engine_processes_racing_on_postgresql_agree_with_the_event_log(tmp_path: Path) -> None:
+    """8 engine processes race the same 20 workflows; the log, the rows and every result agree."""
+    if connection.vendor != "postgresql":
+        pytest.skip(
+            f"needs PostgreSQL (DATABASE_URL=postgres://...), not {connection.vendor}; "
+            "the thread variant races this database"
+        )
+    started = time.monotonic()
+    workflow_ids = race_workflow_ids()
+    url = database_url(connection.settings_dict)
+    context = multiprocessing.get_context("spawn")
+    clock_value = context.Value("q", START_MS)
+    ready = context.Semaphore(0)
+    go = context.Event()
+
+    def advance(ms: int) -> None:
+        with clock_value.get_lock():
+            clock_value.value += ms
+
+    outputs = [tmp_path / f"engine-{index}.json" for index in range(ENGINE_COUNT)]
+    processes = [
+        context.Process(
+            target=process_main,
+            args=(index, url, clock_value, ready, go, SEED, workflow_ids, str(outputs[index])),
+            name=f"engine-{index}",
+        )
+        for index in range(ENGINE_COUNT)
+    ]
+    for process in processes:
+        process.start()
+    try:
+        waiting_since = time.monotonic()
+        started_count = 0
+        while started_count < ENGINE_COUNT:
+            if ready.acquire(timeout=0.2):
+                started_count += 1
+                continue
+            crashed = [p.name for p in processes if p.exitcode not in (None, 0)]
+            assert not crashed, f"engines died during startup: {crashed}: {read_errors(outputs)}"
+            assert time.monotonic() - waiting_since < STARTUP_TIMEOUT_S, "engines never got ready"
+        with advancing_clock(advance):
+            go.set()
+            for process in processes:
+                process.join(timeout=RUN_TIMEOUT_S)
+    finally:
+        for process in processes:
+            if process.is_alive():
+                process.kill()
+                process.join()
+
+    exit_codes = {process.name: process.exitcode for process in processes}
+    assert all(code == 0 for code in exit_codes.values()), (exit_codes, read_errors(outputs))
+    reports = [json.loads(path.read_text()) for path in outputs]
+    summary = check_race(reports, workflow_ids)
+    print_summary("postgresql, 8 processes", summary, time.monotonic() - started)
+    assert_race_had_teeth(summary)
+
+
+def read_errors(outputs: list[Path]) -> dict[str, str]:
+    errors = {}
+    for path in outputs:
+        if path.exists():
+            report = json.loads(path.read_text())
+            if report.get("error"):
+                errors[report["engine"]] = report["error"]
+    return errors
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(120)
+@pytest.mark.django_db(transaction=True)
+def test_engine_threads_racing_agree_with_the_event_log() -> None:
+    """8 engine threads (one connection each) race the same 20 workflows on the configured DB."""
+    started = time.monotonic()
+    workflow_ids = race_workflow_ids()
+    clock = FakeClock(START_MS)
+    barrier = threading.Barrier(ENGINE_COUNT + 1)
+    reports: list[dict[str, Any] | None] = [None] * ENGINE_COUNT
+    errors: list[str] = []
+
+    def engine(index: int) -> None:
+        try:
+            connection.ensure_connection()
+            barrier.wait(timeout=STARTUP_TIMEOUT_S)
+            reports[index] = run_engine(
+                engine_id=f"engine-{index}",
+                clock=clock,
+                seed=SEED + index,
+                workflow_ids=workflow_ids,
+            )
+        except BaseException:
+            # Not swallowed: a store error (e.g. "database is locked") fails the test below.
+            errors.append(f"engine-{index}: {traceback.format_exc()}")
+            barrier.abort()
+        finally:
+            connection.close()
+
+    threads = [
+        threading.Thread(target=engine, args=(index,), name=f"engine-{index}")
+        for index in range(ENGINE_COUNT)
+    ]
+    for thread in threads:
+        thread.start()
+    try:
+        barrier.wait(timeout=STARTUP_TIMEOUT_S)
+        with advancing_clock(clock.advance):
+            for thread in threads:
+                thread.join(timeout=RUN_TIMEOUT_S)
+    except threading.BrokenBarrierError:
+        for thread in threads:
+            thread.join(timeout=RUN_TIMEOUT_S)
+    assert not errors, "\n".join(errors)
+    assert not any(thread.is_alive() for thread in threads), "an engine thread hung"
+
+    summary = check_race([report for report in reports if report is not None], workflow_ids)
+    print_summary(f"{connection.vendor}, 8 threads", summary, time.monotonic() - started)
+    assert_race_had_teeth(summary)

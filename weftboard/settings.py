@@ -1,0 +1,163 @@
+"""weftboard settings: every value a deployment may change comes from the environment."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import dj_database_url
+from django.core.exceptions import ImproperlyConfigured
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+VAR_DIR = BASE_DIR / "var"
+
+
+def env_flag(name: str, *, default: bool = False) -> bool:
+    value = os.environ.get(name)
+    if value is None or value.strip() == "":
+        return default
+    return value.strip().lower() in {"1", "true", "yes", "on"}
+
+
+def env_list(name: str, *, default: str) -> list[str]:
+    return [item.strip() for item in os.environ.get(name, default).split(",") if item.strip()]
+
+
+DEBUG = env_flag("WEFTBOARD_DEBUG")
+
+SECRET_KEY = os.environ.get("WEFTBOARD_SECRET_KEY", "")
+if not SECRET_KEY:
+    if not DEBUG:
+        raise ImproperlyConfigured(
+            "WEFTBOARD_SECRET_KEY is not set; set it, or set WEFTBOARD_DEBUG=1 for development"
+        )
+    SECRET_KEY = "django-insecure-weftboard-dev-only-never-use-in-production"
+
+ALLOWED_HOSTS = env_list("WEFTBOARD_ALLOWED_HOSTS", default="localhost,127.0.0.1")
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "django_prometheus",
+    "django_htmx",
+    "template_partials",
+    "claims.apps.ClaimsConfig",
+]
+
+# Prometheus middleware brackets everything else so request timings include it.
+MIDDLEWARE = [
+    "django_prometheus.middleware.PrometheusBeforeMiddleware",
+    "django.middleware.security.SecurityMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "django_htmx.middleware.HtmxMiddleware",
+    "django_prometheus.middleware.PrometheusAfterMiddleware",
+]
+
+ROOT_URLCONF = "weftboard.urls"
+WSGI_APPLICATION = "weftboard.wsgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+
+def database_config() -> dict[str, Any]:
+    """The default database from DATABASE_URL, or the embedded SQLite file under var/."""
+    url = os.environ.get("DATABASE_URL", "").strip()
+    if not url:
+        # SQLite cannot create the directory that holds its file.
+        VAR_DIR.mkdir(exist_ok=True)
+        url = f"sqlite:///{VAR_DIR / 'weftboard.sqlite3'}"
+    config: dict[str, Any] = dict(dj_database_url.parse(url, conn_max_age=0))
+    options: dict[str, Any] = config.setdefault("OPTIONS", {})
+    engine = config["ENGINE"]
+    if engine == "django.db.backends.sqlite3":
+        # IMMEDIATE takes the write lock at BEGIN, so two writers wait on the busy
+        # timeout instead of failing mid-transaction with "database is locked";
+        # WAL lets readers proceed while one engine writes.
+        options.setdefault("transaction_mode", "IMMEDIATE")
+        options.setdefault("timeout", 20)
+        options.setdefault("init_command", "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;")
+        # Concurrency tests need real file locking, which an in-memory test database lacks.
+        config["TEST"] = {"NAME": str(VAR_DIR / "test-weftboard.sqlite3")}
+        config["ENGINE"] = "django_prometheus.db.backends.sqlite3"
+    elif engine == "django.db.backends.postgresql":
+        options.setdefault("application_name", "weftboard")
+        config["ENGINE"] = "django_prometheus.db.backends.postgresql"
+    return config
+
+
+DATABASES = {"default": database_config()}
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+    {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
+]
+LOGIN_URL = "/admin/login/"
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = True
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATICFILES_DIRS = [BASE_DIR / "static"]
+STATIC_ROOT = VAR_DIR / "static"
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {
+        "plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"},
+    },
+    "handlers": {
+        "console": {"class": "logging.StreamHandler", "formatter": "plain"},
+    },
+    "loggers": {
+        "weftboard.claims": {"handlers": ["console"], "level": "INFO", "propagate": False},
+    },
+}
+
+# Durations like "30s" or "9999ms"; claims.conf validates them at startup.
+WEFT_CLAIM_TTL = os.environ.get("WEFT_CLAIM_TTL", "30s")
+WEFT_CLAIM_RENEW_INTERVAL = os.environ.get("WEFT_CLAIM_RENEW_INTERVAL", "5s")
+
+BROKER_DIR = VAR_DIR / "broker"
+CELERY_BROKER_URL = os.environ.get("CELERY_BROKER_URL", "").strip() or "filesystem://"
+CELERY_BROKER_TRANSPORT_OPTIONS: dict[str, Any] = {}
+if CELERY_BROKER_URL.startswith("filesystem://"):
+    # Producers and consumers share one folder: that is what makes it a queue.
+    CELERY_BROKER_TRANSPORT_OPTIONS = {
+        "data_folder_in": str(BROKER_DIR / "out"),
+        "data_folder_out": str(BROKER_DIR / "out"),
+        "processed_folder": str(BROKER_DIR / "processed"),
+        "control_folder": str(BROKER_DIR / "control"),
+    }
+# Celery 5 warns unless this is explicit; retrying lets a worker outlive a broker restart.
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+CELERY_TASK_IGNORE_RESULT = True
+CELERY_TIMEZONE = "UTC"

@@ -1,0 +1,11 @@
+from django.contrib import admin
+from django.urls import include, path
+
+from weftboard import views
+
+urlpatterns = [
+    path("admin/", admin.site.urls),
+    path("healthz", views.healthz, name="healthz"),
+    path("", include("django_prometheus.urls")),
+    path("", include("claims.urls")),
+]
