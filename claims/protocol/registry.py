@@ -72,6 +72,9 @@ class ClaimRegistry:
         self._cooldown_from_ms: dict[str, int] = {}
         self._renewals: dict[str, _Flight] = {}
         self._releasing: set[str] = set()
+        # Per held claim: the clock reading before the statement that last granted
+        # or renewed it, plus the TTL. Past it the claim may have lapsed unseen.
+        self._deadline_ms: dict[str, int] = {}
 
     # -- local reads ---------------------------------------------------------
 
@@ -88,6 +91,16 @@ class ClaimRegistry:
         with self._lock:
             return self._held.get(workflow_id)
 
+    def within_deadline(self, workflow_id: str) -> bool:
+        """True while my last successful grant or renewal cannot yet have lapsed.
+
+        Measured from before that statement was sent, so a stalled engine stops
+        starting side effects before anyone could have taken the claim over.
+        """
+        with self._lock:
+            deadline = self._deadline_ms.get(workflow_id)
+        return deadline is not None and self.clock() < deadline
+
     def in_cooldown(self, workflow_id: str, now_ms: int) -> bool:
         with self._lock:
             lost_at = self._cooldown_from_ms.get(workflow_id)
@@ -103,7 +116,7 @@ class ClaimRegistry:
             holder = self._new_holder(1, now)
             event = self._event(workflow_id, "acquired", None, 1, now)
             if self.store.cas_insert(workflow_id, holder=holder, event=event):
-                return self._granted(workflow_id, holder)
+                return self._granted(workflow_id, holder, sent_at_ms=now)
             return self._lost_race(workflow_id)
         if row.holder is not None:
             return ClaimResult("lost-race", workflow_id, held_by=row.valid_holder_engine())
@@ -112,7 +125,9 @@ class ClaimRegistry:
         granted = self.store.cas_grant(
             workflow_id, expected_epoch=row.epoch, expected_holder=None, holder=holder, event=event
         )
-        return self._granted(workflow_id, holder) if granted else self._lost_race(workflow_id)
+        if not granted:
+            return self._lost_race(workflow_id)
+        return self._granted(workflow_id, holder, sent_at_ms=now)
 
     def takeover(self, workflow_id: str) -> ClaimResult:
         """Steal an expired or invalid claim, minting the next epoch from the epoch column."""
@@ -142,7 +157,9 @@ class ClaimRegistry:
             holder=holder,
             event=event,
         )
-        return self._granted(workflow_id, holder) if granted else self._lost_race(workflow_id)
+        if not granted:
+            return self._lost_race(workflow_id)
+        return self._granted(workflow_id, holder, sent_at_ms=now)
 
     def adopt(self, workflow_id: str, epoch: int) -> ClaimResult:
         """Cache a claim that an operator granted to this engine at ``epoch``."""
@@ -157,8 +174,12 @@ class ClaimRegistry:
         ):
             held_by = None if row is None else row.valid_holder_engine()
             return ClaimResult("not-held", workflow_id, held_by=held_by)
-        self.store.record_event(self._event(workflow_id, "adopted", epoch, epoch, self.clock()))
-        result = self._granted(workflow_id, holder)
+        now = self.clock()
+        self.store.record_event(self._event(workflow_id, "adopted", epoch, epoch, now))
+        # The grant was written earlier by someone else: trust only what is left of it.
+        assert holder.expires_at_ms is not None
+        remaining = max(0, holder.expires_at_ms - now)
+        result = self._granted(workflow_id, holder, sent_at_ms=now - self.timing.ttl_ms + remaining)
         return replace(result, status="adopted")
 
     # -- renewal ---------------------------------------------------------------
@@ -223,7 +244,8 @@ class ClaimRegistry:
     def _renew_chunk(
         self, chunk: list[tuple[str, Holder, _Flight]]
     ) -> dict[str, ClaimResult | None]:
-        expires_at = self.clock() + self.timing.ttl_ms
+        sent_at = self.clock()
+        expires_at = sent_at + self.timing.ttl_ms
         error: Exception | None = None
         try:
             renewed = self.store.renew_many(
@@ -245,12 +267,13 @@ class ClaimRegistry:
                 elif workflow_id in renewed:
                     if still_ours:
                         self._held[workflow_id] = replace(held, expires_at_ms=expires_at)
+                        self._deadline_ms[workflow_id] = expires_at
                     results[workflow_id] = ClaimResult(
                         "renewed", workflow_id, epoch=held.epoch, expires_at_ms=expires_at
                     )
                 else:
                     if still_ours:
-                        del self._held[workflow_id]
+                        self._forget(workflow_id)
                         self._cooldown_from_ms[workflow_id] = lost_at
                         lost.append((workflow_id, held))
                     results[workflow_id] = ClaimResult("lost", workflow_id, epoch=held.epoch)
@@ -261,7 +284,8 @@ class ClaimRegistry:
         return results
 
     def _renew_once(self, workflow_id: str, held: Holder) -> ClaimResult:
-        expires_at = self.clock() + self.timing.ttl_ms
+        sent_at = self.clock()
+        expires_at = sent_at + self.timing.ttl_ms
         renewed = self.store.cas_renew(workflow_id, held=held, expires_at_ms=expires_at)
         lost_at = self.clock()
         with self._lock:
@@ -269,12 +293,13 @@ class ClaimRegistry:
             if renewed:
                 if still_ours:
                     self._held[workflow_id] = replace(held, expires_at_ms=expires_at)
+                    self._deadline_ms[workflow_id] = expires_at
                 return ClaimResult(
                     "renewed", workflow_id, epoch=held.epoch, expires_at_ms=expires_at
                 )
             if still_ours:
                 # A newer grant cached meanwhile must survive this stale failure.
-                del self._held[workflow_id]
+                self._forget(workflow_id)
                 self._cooldown_from_ms[workflow_id] = lost_at
         if still_ours:
             self._report_lost(workflow_id, held, lost_at)
@@ -322,7 +347,7 @@ class ClaimRegistry:
             released = self.store.cas_release(workflow_id, held=held, event=event)
             with self._lock:
                 if self._held.get(workflow_id) is held:
-                    del self._held[workflow_id]
+                    self._forget(workflow_id)
             status: ClaimStatus = "released" if released else "lost-race"
             return ClaimResult(status, workflow_id, epoch=held.epoch)
         finally:
@@ -346,6 +371,40 @@ class ClaimRegistry:
             raise EngineDeposedError(workflow_id)
         return self.store.fenced_write(workflow_id, epoch, fn)
 
+    def finish(self, workflow_id: str, fn: Callable[[], T]) -> T:
+        """Run a terminal write and release the claim in ONE transaction.
+
+        Raises EngineDeposedError, committing nothing, if the claim moved on.
+        """
+        with self._lock:
+            if workflow_id not in self._held or workflow_id in self._releasing:
+                raise EngineDeposedError(workflow_id)
+            self._releasing.add(workflow_id)
+            flight = self._renewals.get(workflow_id)
+        try:
+            if flight is not None:
+                flight.wait_quietly()
+            with self._lock:
+                held = self._held.get(workflow_id)
+            if held is None or held.epoch is None:
+                raise EngineDeposedError(workflow_id)
+            event = self._event(workflow_id, "released", held.epoch, held.epoch, self.clock())
+
+            def write_then_release() -> T:
+                result = fn()
+                if not self.store.cas_release(workflow_id, held=held, event=event):
+                    raise EngineDeposedError(workflow_id)
+                return result
+
+            result = self.store.fenced_write(workflow_id, held.epoch, write_then_release)
+            with self._lock:
+                if self._held.get(workflow_id) is held:
+                    self._forget(workflow_id)
+            return result
+        finally:
+            with self._lock:
+                self._releasing.discard(workflow_id)
+
     # -- internals -------------------------------------------------------------
 
     def _new_holder(self, epoch: int, now_ms: int) -> Holder:
@@ -361,14 +420,20 @@ class ClaimRegistry:
     ) -> ClaimEventRecord:
         return ClaimEventRecord(workflow_id, kind, epoch_before, epoch_after, self.engine_id, at_ms)
 
-    def _granted(self, workflow_id: str, holder: Holder) -> ClaimResult:
+    def _granted(self, workflow_id: str, holder: Holder, *, sent_at_ms: int) -> ClaimResult:
         with self._lock:
             self._held.pop(workflow_id, None)  # a re-grant moves to the end of grant order
             self._held[workflow_id] = holder
+            self._deadline_ms[workflow_id] = sent_at_ms + self.timing.ttl_ms
             self._cooldown_from_ms.pop(workflow_id, None)
         return ClaimResult(
             "acquired", workflow_id, epoch=holder.epoch, expires_at_ms=holder.expires_at_ms
         )
+
+    def _forget(self, workflow_id: str) -> None:
+        """Drop a cache entry; caller holds the lock."""
+        del self._held[workflow_id]
+        self._deadline_ms.pop(workflow_id, None)
 
     def _lost_race(self, workflow_id: str) -> ClaimResult:
         row: ClaimRow | None = self.store.read_claim(workflow_id)
