@@ -6,9 +6,10 @@ class ClaimsConfig(AppConfig):
     verbose_name = "Workflow claims"
 
     def ready(self) -> None:
-        from claims import checks, conf
+        from claims import checks, conf, metrics
 
         checks.register_checks()
+        metrics.register_fleet_collector()
         # Engines (Celery workers) run no system checks, so a bad TTL must stop
         # every process here, before any claim work starts.
         conf.claim_timing()

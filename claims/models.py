@@ -324,3 +324,20 @@ class BackfillJob(models.Model):
 
     def __str__(self) -> str:
         return f"backfill #{self.pk} ({self.status})"
+
+
+class StepLedger(models.Model):
+    """One row per execution of a demo "ledger" step, committed before its checkpoint.
+
+    A step whose checkpoint failed still leaves its row, so the ledger counts every
+    run of a side effect: tests prove with it that a checkpointed step never reruns.
+    """
+
+    workflow_id = models.CharField(max_length=WORKFLOW_ID_MAX_LENGTH, db_index=True)
+    step = models.CharField(max_length=100)
+    epoch = models.BigIntegerField()
+    engine_id = models.CharField(max_length=ENGINE_ID_MAX_LENGTH)
+    at_ms = models.BigIntegerField()
+
+    def __str__(self) -> str:
+        return f"{self.workflow_id} {self.step} @ epoch {self.epoch} on {self.engine_id}"

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
-from django.db.models import Count, Q
+from django.db.models import Count, Q, Sum
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,3 +31,70 @@ def claim_holder_counts() -> ClaimHolderCounts:
         ownerless=Count("pk", filter=Q(holder_engine_id__isnull=True)),
     )
     return ClaimHolderCounts(held=totals["held"], ownerless=totals["ownerless"])
+
+
+@dataclass(frozen=True)
+class FleetMetrics:
+    counters: dict[str, int]
+    active_claims: int
+    engines_by_status: dict[str, int]
+    pending_redrives: int
+    cursor_wraps: int
+    cursor_scanned: int
+    candidates_by_source: dict[str, int]
+    pass_summaries: list[dict[str, Any]]
+    backfill_progress: float | None
+
+
+LIVE_ENGINE_STATUSES = ("active", "disposing")
+
+
+def fleet_metrics() -> FleetMetrics:
+    """Everything /metrics shows, in six queries whatever the fleet's size."""
+    from claims.models import (
+        ACTIVE_BACKFILL_STATUSES,
+        BackfillJob,
+        ClaimCounter,
+        Engine,
+        EngineStatus,
+        PendingRedrive,
+        ReclaimCursor,
+    )
+
+    counters = {
+        row["name"]: int(row["total"] or 0)
+        for row in ClaimCounter.objects.values("name").annotate(total=Sum("value")).order_by()
+    }
+    engines_by_status = dict.fromkeys(EngineStatus.values, 0)
+    active_claims = 0
+    candidates: dict[str, int] = {}
+    summaries: list[dict[str, Any]] = []
+    for status, held, summary in Engine.objects.values_list("status", "held_count", "pass_summary"):
+        engines_by_status[status] = engines_by_status.get(status, 0) + 1
+        summaries.append(summary or {})
+        if status in LIVE_ENGINE_STATUSES:
+            active_claims += held
+            found = (summary or {}).get("reclaim", {}).get("candidates", {})
+            for source, count in found.items():
+                candidates[source] = candidates.get(source, 0) + int(count)
+    cursor = ReclaimCursor.objects.aggregate(wraps=Sum("wraps"), scanned=Sum("scanned_total"))
+    job = (
+        BackfillJob.objects.filter(status__in=ACTIVE_BACKFILL_STATUSES)
+        .values_list("processed", "total_estimate")
+        .first()
+    )
+    progress = None
+    if job is not None:
+        processed, total = job
+        progress = min(1.0, processed / total) if total else 0.0
+    return FleetMetrics(
+        counters=counters,
+        active_claims=active_claims,
+        engines_by_status=engines_by_status,
+        pending_redrives=PendingRedrive.objects.count(),
+        cursor_wraps=int(cursor["wraps"] or 0),
+        cursor_scanned=int(cursor["scanned"] or 0),
+        candidates_by_source=candidates,
+        pass_summaries=summaries,
+        backfill_progress=progress,
+    )

@@ -49,7 +49,7 @@ def test_healthz_answers_ok_without_login(client):
     assert response.content == b"ok"
 
 
-def test_metrics_is_prometheus_text(client):
+def test_metrics_is_prometheus_text(client, db):
     """/metrics parses as Prometheus text and carries django-prometheus's request metrics."""
     client.get("/healthz")
 

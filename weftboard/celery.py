@@ -25,3 +25,23 @@ def create_broker_folders(sender: Celery, **kwargs: Any) -> None:
     for key in ("data_folder_in", "data_folder_out", "processed_folder", "control_folder"):
         if folder := options.get(key):
             Path(folder).mkdir(parents=True, exist_ok=True)
+
+
+@app.on_after_finalize.connect
+def schedule_passes(sender: Celery, **kwargs: Any) -> None:
+    """Beat ticks every engine once per renew interval (read when beat starts, not at import)."""
+    from claims.conf import claim_timing
+
+    timing = claim_timing()
+    sender.conf.beat_schedule = {
+        "fan-out-engine-ticks": {
+            "task": "claims.fan_out_ticks",
+            "schedule": timing.renew_interval_ms / 1000,
+            "options": {"expires": timing.renew_interval_ms / 1000},
+        },
+        "mark-silent-engines-dead": {
+            "task": "claims.mark_silent_engines_dead",
+            "schedule": timing.ttl_ms / 1000,
+            "options": {"expires": timing.ttl_ms / 1000},
+        },
+    }

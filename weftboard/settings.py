@@ -143,6 +143,8 @@ LOGGING = {
 }
 
 # Durations like "30s" or "9999ms"; claims.conf validates them at startup.
+WEFTBOARD_METRICS_TOKEN = os.environ.get("WEFTBOARD_METRICS_TOKEN", "").strip()
+
 WEFT_CLAIM_TTL = os.environ.get("WEFT_CLAIM_TTL", "30s")
 WEFT_CLAIM_RENEW_INTERVAL = os.environ.get("WEFT_CLAIM_RENEW_INTERVAL", "5s")
 

@@ -6,6 +6,6 @@ from weftboard import views
 urlpatterns = [
     path("admin/", admin.site.urls),
     path("healthz", views.healthz, name="healthz"),
-    path("", include("django_prometheus.urls")),
+    path("metrics", views.metrics, name="metrics"),
     path("", include("claims.urls")),
 ]

@@ -29,6 +29,8 @@ from .errors import (
 from .gate import ensure_ownership_mode
 from .ids import check_workflow_id
 from .metrics import ClaimMetrics, MetricsSnapshot, render_prometheus
+from .passes import ReclaimPassResult, RenewPassResult, run_reclaim_pass, run_renew_pass
+from .reclaim import ReclaimTarget
 from .records import ClaimEventRecord, ClaimResult, ClaimRow, Holder
 from .registry import ClaimRegistry
 from .store import ClaimStore
@@ -62,6 +64,9 @@ __all__ = [
     "OffsetClock",
     "OwnershipMarkerUnreadableError",
     "OwnershipModeMismatchError",
+    "ReclaimPassResult",
+    "ReclaimTarget",
+    "RenewPassResult",
     "StaleEpochError",
     "WorkflowClaimUnavailableError",
     "WorkflowNotFoundError",
@@ -71,5 +76,7 @@ __all__ = [
     "parse_duration_ms",
     "render_prometheus",
     "rotate_claim",
+    "run_reclaim_pass",
+    "run_renew_pass",
     "system_clock",
 ]

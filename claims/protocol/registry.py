@@ -175,6 +175,14 @@ class ClaimRegistry:
             held_by = None if row is None else row.valid_holder_engine()
             return ClaimResult("not-held", workflow_id, held_by=held_by)
         now = self.clock()
+        with self._lock:
+            cached = self._held.get(workflow_id)
+        if cached is not None and cached.epoch == epoch:
+            # Already mine at this epoch (a repeated adopt message): the cache may be
+            # newer than the row just read, since a renewal can land in between.
+            return ClaimResult(
+                "adopted", workflow_id, epoch=epoch, expires_at_ms=cached.expires_at_ms
+            )
         self.store.record_event(self._event(workflow_id, "adopted", epoch, epoch, now))
         # The grant was written earlier by someone else: trust only what is left of it.
         assert holder.expires_at_ms is not None

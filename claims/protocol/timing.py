@@ -16,7 +16,7 @@ from .constants import (
 )
 from .errors import ClaimConfigError
 
-_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?|\.\d+)\s*(ms|s|m)\s*$")
+_DURATION = re.compile(r"^\s*([0-9]+(?:\.[0-9]+)?|\.[0-9]+)(ms|s|m)\s*$")
 _UNIT_MS = {"ms": 1, "s": 1_000, "m": 60_000}
 
 

@@ -9,9 +9,14 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from claims.models import ClaimEvent, WorkflowClaim
+from claims.protocol import ClaimTiming, is_claim_expired
+
+from ._race_engine import RENEW_INTERVAL_MS, TTL_MS
+
+TIMING = ClaimTiming(ttl_ms=TTL_MS, renew_interval_ms=RENEW_INTERVAL_MS)
 
 GRANT_KINDS = ("acquired", "takeover", "rotated")
 # Statuses whose epoch is the row's epoch at the moment the call linearised.
@@ -19,11 +24,17 @@ OBSERVED_NOW = ("acquired", "rotated", "renewed", "released", "not-expired", "no
 MINTING = ("acquired", "rotated")
 
 
+class Grant(NamedTuple):
+    kind: str  # acquired, takeover or rotated
+    engine: str | None  # None for a rotation: it leaves no holder
+    at_ms: int  # the clock reading the grant was judged and stamped with
+
+
 @dataclass
 class Replay:
     """The history of each workflow's claim, rebuilt from its events."""
 
-    grants: dict[str, dict[int, tuple[str, str | None]]] = field(default_factory=dict)
+    grants: dict[str, dict[int, Grant]] = field(default_factory=dict)
     epoch: dict[str, int | None] = field(default_factory=dict)
     holder: dict[str, str | None] = field(default_factory=dict)
     events: Counter[str] = field(default_factory=Counter)
@@ -39,7 +50,9 @@ def replay_events(workflow_ids: list[str]) -> Replay:
     by_workflow: dict[str, list[tuple[Any, ...]]] = defaultdict(list)
     for event in (
         ClaimEvent.objects.order_by("id")
-        .values_list("id", "workflow_id", "kind", "epoch_before", "epoch_after", "engine_id")
+        .values_list(
+            "id", "workflow_id", "kind", "epoch_before", "epoch_after", "engine_id", "at_ms"
+        )
         .iterator()
     ):
         by_workflow[event[1]].append(event)
@@ -50,8 +63,8 @@ def replay_events(workflow_ids: list[str]) -> Replay:
     for workflow_id in workflow_ids:
         epoch: int | None = None
         holder: str | None = None
-        grants: dict[int, tuple[str, str | None]] = {}
-        for event_id, _, kind, before, after, engine in by_workflow.get(workflow_id, []):
+        grants: dict[int, Grant] = {}
+        for event_id, _, kind, before, after, engine, at_ms in by_workflow.get(workflow_id, []):
             where = f"{workflow_id} event #{event_id} {kind} {before}->{after} by {engine}"
             replay.events[kind] += 1
             if kind in GRANT_KINDS:
@@ -67,7 +80,7 @@ def replay_events(workflow_ids: list[str]) -> Replay:
                     fail(f"{where}: took over a claim nobody held")
                 if kind == "rotated" and engine is not None:
                     fail(f"{where}: a plain rotation must leave no holder")
-                grants[after] = (kind, engine)
+                grants[after] = Grant(kind, engine, at_ms)
                 epoch, holder = after, engine
             elif kind == "released":
                 replay.keys[(kind, workflow_id, before, engine)] += 1
@@ -79,7 +92,7 @@ def replay_events(workflow_ids: list[str]) -> Replay:
                 replay.keys[(kind, workflow_id, before, engine)] += 1
                 if before is None or epoch is None or before >= epoch:
                     fail(f"{where}: deposed, yet the row is still at epoch {epoch}")
-                elif grants.get(before, (None, None))[1] != engine:
+                elif before not in grants or grants[before].engine != engine:
                     fail(f"{where}: epoch {before} was never granted to {engine}")
             else:
                 fail(f"{where}: unexpected event kind in this race")
@@ -128,15 +141,16 @@ def check_race(reports: list[dict[str, Any]], workflow_ids: list[str]) -> dict[s
     def granted_to(workflow_id: str, epoch: int | None) -> str | None:
         if epoch is None:
             return None
-        kind, engine = grants[workflow_id].get(epoch, (None, None))
-        return engine if kind in ("acquired", "takeover") else None
+        grant = grants[workflow_id].get(epoch)
+        return None if grant is None or grant.kind == "rotated" else grant.engine
 
     seen: Counter[tuple[str, str, int | None, str | None]] = Counter()
     statuses: Counter[str] = Counter()
+    renewed_until: dict[tuple[str, int], int] = {}  # (workflow, epoch) -> latest expiry set
     for report in reports:
         engine_id = report["engine"]
         last_seen: dict[str, int] = {}
-        for op, workflow_id, status, epoch, engine, held_by in report["results"]:
+        for op, workflow_id, status, epoch, engine, held_by, expires_at in report["results"]:
             statuses[f"{op}:{status}"] += 1
             where = f"{engine} {op}({workflow_id}) -> {status} @ {epoch}"
             if engine != engine_id:
@@ -161,6 +175,9 @@ def check_race(reports: list[dict[str, Any]], workflow_ids: list[str]) -> dict[s
                 current = final_epoch[workflow_id]
                 if epoch is None or current is None or current <= epoch:
                     fail(f"{where}: lost, yet the epoch never moved past {epoch}")
+            if status == "renewed":
+                key = (workflow_id, epoch)
+                renewed_until[key] = max(renewed_until.get(key, expires_at), expires_at)
             if status == "not-expired" and granted_to(workflow_id, epoch) != held_by:
                 fail(f"{where}: not-expired held by {held_by}, but epoch granted otherwise")
             # One engine's calls are sequential and the epoch only grows: what it observes
@@ -172,11 +189,32 @@ def check_race(reports: list[dict[str, Any]], workflow_ids: list[str]) -> dict[s
                 last_seen[workflow_id] = epoch
 
     expected = Counter(
-        {key: n for key, n in replay.keys.items() if key[0] in (*GRANT_KINDS, "released", "deposed")}
+        {
+            key: n
+            for key, n in replay.keys.items()
+            if key[0] in (*GRANT_KINDS, "released", "deposed")
+        }
     )
     for key in sorted(set(seen) | set(expected), key=str):
         if seen[key] != expected[key]:
             fail(f"{key}: {seen[key]} results seen but {expected[key]} events written")
+
+    # Check 6: a takeover only ever steals an expired claim. It judged expiry at its
+    # event's at_ms; the grant it replaced and every renewal of that grant that
+    # succeeded (so committed before the takeover's CAS) must be expired by then.
+    takeovers_judged = 0
+    for workflow_id, by_epoch in grants.items():
+        for epoch, grant in by_epoch.items():
+            previous = by_epoch.get(epoch - 1)
+            if grant.kind != "takeover" or previous is None:
+                continue
+            takeovers_judged += 1
+            latest = max(previous.at_ms + TTL_MS, renewed_until.get((workflow_id, epoch - 1), 0))
+            if not is_claim_expired(latest, grant.at_ms, TIMING):
+                fail(
+                    f"{workflow_id}: takeover to epoch {epoch} at {grant.at_ms} stole a claim "
+                    f"of {previous.engine} valid until {latest} (+ grace)"
+                )
 
     # Check 3: what each engine ended up believing agrees with the final rows.
     believers: dict[tuple[str, int], list[str]] = defaultdict(list)
@@ -209,9 +247,12 @@ def check_race(reports: list[dict[str, Any]], workflow_ids: list[str]) -> dict[s
         "cas_failures": dict(cas_failures),
         "final_epochs": sum(epoch or 0 for epoch in final_epoch.values()),
         "held_at_end": sum(len(engines) for engines in believers.values()),
+        "takeovers_judged": takeovers_judged,
     }
     assert not failures, (
-        f"{len(failures)} inconsistencies, first ones:\n" + "\n".join(failures[:40]) + f"\n{summary}"
+        f"{len(failures)} inconsistencies, first ones:\n"
+        + "\n".join(failures[:40])
+        + f"\n{summary}"
     )
     return summary
 

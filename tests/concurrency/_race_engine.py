@@ -33,8 +33,8 @@ MAX_OPS = 3_000
 OPS = ("acquire", "takeover", "renew", "release", "rotate")
 OP_WEIGHTS = (30, 30, 20, 14, 6)
 
-# (op, workflow_id, status, epoch, engine_id, held_by)
-Result = tuple[str, str, str, int | None, str, str | None]
+# (op, workflow_id, status, epoch, engine_id, held_by, expires_at_ms)
+Result = tuple[str, str, str, int | None, str, str | None, int | None]
 
 
 def race_workflow_ids(count: int = WORKFLOW_COUNT) -> list[str]:
@@ -67,6 +67,7 @@ def run_engine(
     workflow_ids: list[str],
     duration_s: float = DURATION_S,
     max_ops: int = MAX_OPS,
+    store_class: type[Any] | None = None,
 ) -> dict[str, Any]:
     """Race random claim calls until the time or the op budget runs out; report everything seen.
 
@@ -79,7 +80,7 @@ def run_engine(
 
     cas_failures: dict[str, int] = {"cas_insert": 0, "cas_grant": 0, "cas_rotate": 0}
 
-    class CountingStore(OrmClaimStore):
+    class CountingStore(store_class or OrmClaimStore):  # type: ignore[misc]
         """Counts the compare-and-swaps that lost: proof that the race really raced."""
 
         def cas_insert(self, *args: Any, **kwargs: Any) -> bool:
@@ -120,9 +121,9 @@ def run_engine(
                 with transaction.atomic():
                     epoch = rotate_claim(store, workflow_id, clock=clock)
             except StaleEpochError:
-                results.append((op, workflow_id, "stale", None, engine_id, None))
+                results.append((op, workflow_id, "stale", None, engine_id, None, None))
             else:
-                results.append((op, workflow_id, "rotated", epoch, engine_id, None))
+                results.append((op, workflow_id, "rotated", epoch, engine_id, None, None))
             continue
         if op == "renew":
             workflow_id = rng.choice(held)
@@ -141,8 +142,20 @@ def run_engine(
                 result = registry.release(workflow_id)
         else:
             workflow_id = rng.choice(workflow_ids)
-            result = registry.acquire(workflow_id) if op == "acquire" else registry.takeover(workflow_id)
-        results.append((op, workflow_id, result.status, result.epoch, engine_id, result.held_by))
+            result = (
+                registry.acquire(workflow_id) if op == "acquire" else registry.takeover(workflow_id)
+            )
+        results.append(
+            (
+                op,
+                workflow_id,
+                result.status,
+                result.epoch,
+                engine_id,
+                result.held_by,
+                result.expires_at_ms,
+            )
+        )
     held_claims = []
     for workflow_id in registry.held_workflow_ids():
         holder = registry.held_claim(workflow_id)

@@ -52,7 +52,10 @@ def print_summary(title: str, summary: dict[str, Any], wall_s: float) -> None:
     print(f"\n[{title}] {wall_s:.1f}s wall, {summary['ops']} calls")
     for key in ("results", "events", "cas_failures"):
         print(f"  {key}: {summary[key]}")
-    print(f"  sum of final epochs: {summary['final_epochs']}, held at end: {summary['held_at_end']}")
+    print(
+        f"  sum of final epochs: {summary['final_epochs']}, held at end: {summary['held_at_end']}, "
+        f"takeovers judged for expiry: {summary['takeovers_judged']}"
+    )
 
 
 @pytest.mark.slow
@@ -127,12 +130,8 @@ def read_errors(outputs: list[Path]) -> dict[str, str]:
     return errors
 
 
-@pytest.mark.slow
-@pytest.mark.timeout(120)
-@pytest.mark.django_db(transaction=True)
-def test_engine_threads_racing_agree_with_the_event_log() -> None:
-    """8 engine threads (one connection each) race the same 20 workflows on the configured DB."""
-    started = time.monotonic()
+def race_engine_threads(store_class: type[Any] | None = None) -> list[dict[str, Any]]:
+    """Run ENGINE_COUNT engines as threads of this process, one connection each."""
     workflow_ids = race_workflow_ids()
     clock = FakeClock(START_MS)
     barrier = threading.Barrier(ENGINE_COUNT + 1)
@@ -148,9 +147,10 @@ def test_engine_threads_racing_agree_with_the_event_log() -> None:
                 clock=clock,
                 seed=SEED + index,
                 workflow_ids=workflow_ids,
+                store_class=store_class,
             )
         except BaseException:
-            # Not swallowed: a store error (e.g. "database is locked") fails the test below.
+            # Not swallowed: a store error (e.g. "database is locked") fails the test.
             errors.append(f"engine-{index}: {traceback.format_exc()}")
             barrier.abort()
         finally:
@@ -172,7 +172,18 @@ def test_engine_threads_racing_agree_with_the_event_log() -> None:
             thread.join(timeout=RUN_TIMEOUT_S)
     assert not errors, "\n".join(errors)
     assert not any(thread.is_alive() for thread in threads), "an engine thread hung"
+    return [report for report in reports if report is not None]
 
-    summary = check_race([report for report in reports if report is not None], workflow_ids)
+
+@pytest.mark.slow
+@pytest.mark.timeout(120)
+@pytest.mark.django_db(transaction=True)
+def test_engine_threads_racing_agree_with_the_event_log() -> None:
+    """8 engine threads (one connection each) race the same 20 workflows on the configured DB."""
+    started = time.monotonic()
+
+    reports = race_engine_threads()
+
+    summary = check_race(reports, race_workflow_ids())
     print_summary(f"{connection.vendor}, 8 threads", summary, time.monotonic() - started)
     assert_race_had_teeth(summary)

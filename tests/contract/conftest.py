@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from claims.protocol import ClaimMetrics, ClaimRegistry, ClaimTiming
+from claims.protocol import ClaimMetrics, ClaimRegistry, ClaimTiming, ReclaimTarget
 from claims.protocol.testing import FakeClock, MemoryClaimStore
 
 from .stores import (
@@ -17,16 +17,8 @@ from .stores import (
     Arrangement,
     MemoryArrangement,
     OrmArrangement,
+    orm_store_class,
 )
-
-
-def orm_store_class(request: pytest.FixtureRequest) -> Any:
-    """``OrmClaimStore`` with a test database, or a skip when either is unavailable."""
-    if not request.config.pluginmanager.hasplugin("django"):
-        pytest.skip("pytest-django is disabled, so the ORM store cannot run")
-    store_module = pytest.importorskip("claims.store")
-    request.getfixturevalue("db")
-    return store_module.OrmClaimStore
 
 
 @pytest.fixture(params=["memory", "orm"])
@@ -57,9 +49,7 @@ def timing() -> ClaimTiming:
 
 
 @pytest.fixture
-def registry(
-    store: Any, clock: FakeClock, timing: ClaimTiming
-) -> Callable[..., ClaimRegistry]:
+def registry(store: Any, clock: FakeClock, timing: ClaimTiming) -> Callable[..., ClaimRegistry]:
     """Build one engine's registry on the shared store and clock.
 
     ``on=`` puts a wrapper store in front of the shared one; every registry gets
@@ -75,5 +65,172 @@ def registry(
             timing=timing,
             **kwargs,
         )
+
+    return make
+
+
+# -- reclaim and renew passes (workflows, the scan cursor, pending re-drives) -----------
+
+
+class MemoryWorkflows:
+    """Workflows, the scan cursor and pending re-drives of a ``MemoryClaimStore``."""
+
+    def __init__(self, store: MemoryClaimStore) -> None:
+        self.store = store
+        self._kept: dict[str, tuple[str, bool]] = {}  # id -> (workflow type, indexed)
+
+    def put(
+        self,
+        workflow_id: str,
+        *,
+        status: str = "running",
+        workflow_type: str = "demo",
+        indexed: bool = True,
+    ) -> None:
+        self.store.put_workflow(
+            workflow_id, status=status, workflow_type=workflow_type, indexed=indexed
+        )
+        self._kept[workflow_id] = (workflow_type, indexed)
+
+    def put_many(
+        self,
+        workflow_ids: list[str],
+        *,
+        status: str = "running",
+        workflow_type: str = "demo",
+        indexed: bool = False,
+    ) -> None:
+        for workflow_id in workflow_ids:
+            self.put(workflow_id, status=status, workflow_type=workflow_type, indexed=indexed)
+
+    def set_status(self, workflow_id: str, status: str) -> None:
+        """Change the status of a workflow put earlier (and of its index entry, if any)."""
+        workflow_type, indexed = self._kept[workflow_id]
+        self.put(workflow_id, status=status, workflow_type=workflow_type, indexed=indexed)
+
+    def cursor(self) -> tuple[str | None, int, int]:
+        """(last workflow id read, wraps, rows scanned in total) of the "default" cursor."""
+        return self.store.cursor("default")
+
+    def pending_redrives(self) -> dict[tuple[str, str], tuple[int, int, str]]:
+        """(engine, workflow) -> (epoch, attempts, last error) of every persisted re-drive."""
+        return dict(self.store.pending_redrives)
+
+
+class OrmWorkflows:
+    """The same, on ``Workflow`` / ``WorkflowVisibility`` / ``ReclaimCursor`` / ``PendingRedrive``."""
+
+    def __init__(self, store: Any) -> None:
+        self.store = store
+
+    def put(
+        self,
+        workflow_id: str,
+        *,
+        status: str = "running",
+        workflow_type: str = "demo",
+        indexed: bool = True,
+    ) -> None:
+        from claims.models import Workflow, WorkflowVisibility
+
+        Workflow.objects.update_or_create(
+            workflow_id=workflow_id,
+            defaults={
+                "workflow_type": workflow_type,
+                "status": status,
+                "created_at_ms": START_MS,
+                "updated_at_ms": START_MS,
+            },
+        )
+        visibility = WorkflowVisibility.objects.filter(workflow_id=workflow_id)
+        if indexed:
+            WorkflowVisibility.objects.update_or_create(
+                workflow_id=workflow_id,
+                defaults={
+                    "status": status,
+                    "workflow_type": workflow_type,
+                    "updated_at_ms": START_MS,
+                },
+            )
+        else:
+            visibility.delete()
+
+    def put_many(
+        self,
+        workflow_ids: list[str],
+        *,
+        status: str = "running",
+        workflow_type: str = "demo",
+        indexed: bool = False,
+    ) -> None:
+        """Create new workflows with ``bulk_create`` (fast enough for thousands)."""
+        from claims.models import Workflow, WorkflowVisibility
+
+        Workflow.objects.bulk_create(
+            Workflow(
+                workflow_id=workflow_id,
+                workflow_type=workflow_type,
+                status=status,
+                created_at_ms=START_MS,
+                updated_at_ms=START_MS,
+            )
+            for workflow_id in workflow_ids
+        )
+        if indexed:
+            WorkflowVisibility.objects.bulk_create(
+                WorkflowVisibility(
+                    workflow_id=workflow_id,
+                    status=status,
+                    workflow_type=workflow_type,
+                    updated_at_ms=START_MS,
+                )
+                for workflow_id in workflow_ids
+            )
+
+    def set_status(self, workflow_id: str, status: str) -> None:
+        """Change the status of a workflow put earlier (and of its index entry, if any)."""
+        from claims.models import Workflow, WorkflowVisibility
+
+        assert Workflow.objects.filter(workflow_id=workflow_id).update(status=status) == 1
+        WorkflowVisibility.objects.filter(workflow_id=workflow_id).update(status=status)
+
+    def cursor(self) -> tuple[str | None, int, int]:
+        """(last workflow id read, wraps, rows scanned in total) of the "default" cursor."""
+        from claims.models import ReclaimCursor
+
+        row = (
+            ReclaimCursor.objects.filter(name="default")
+            .values_list("last_workflow_id", "wraps", "scanned_total")
+            .first()
+        )
+        return (None, 0, 0) if row is None else (row[0], row[1], row[2])
+
+    def pending_redrives(self) -> dict[tuple[str, str], tuple[int, int, str]]:
+        """(engine, workflow) -> (epoch, attempts, last error) of every persisted re-drive."""
+        from claims.models import PendingRedrive
+
+        rows = PendingRedrive.objects.values_list(
+            "engine_id", "workflow_id", "epoch", "attempts", "last_error"
+        )
+        return {(engine, wf): (epoch, attempts, error) for engine, wf, epoch, attempts, error in rows}
+
+
+@pytest.fixture
+def workflows(store_kind: str, store: Any) -> MemoryWorkflows | OrmWorkflows:
+    """Arrange and inspect workflows (authoritative record and visibility index), the
+    reclaim scan cursor and persisted re-drives, the same way on both stores."""
+    return MemoryWorkflows(store) if store_kind == "memory" else OrmWorkflows(store)
+
+
+@pytest.fixture
+def reclaim_target(store: Any) -> Callable[..., ReclaimTarget]:
+    """Build a ReclaimTarget for a registry; ``on=`` puts a wrapper store in front.
+
+    The target records into the registry's own ``ClaimMetrics`` unless told otherwise.
+    """
+
+    def make(registry: ClaimRegistry, *, on: Any = None, **kwargs: Any) -> ReclaimTarget:
+        kwargs.setdefault("metrics", registry.metrics)
+        return ReclaimTarget(registry, store if on is None else on, **kwargs)
 
     return make

@@ -9,6 +9,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Protocol
 
+import pytest
+
 from claims.protocol import ClaimRow, Holder
 from claims.protocol.testing import MemoryClaimStore
 
@@ -20,6 +22,15 @@ GRACE_MS = 2 * RENEW_INTERVAL_MS
 
 # (kind, epoch_before, epoch_after, engine_id): the part of an event both stores must agree on.
 EventTuple = tuple[str, int | None, int | None, str | None]
+
+
+def orm_store_class(request: pytest.FixtureRequest) -> Any:
+    """``OrmClaimStore`` with pytest-django's test database, or a skip when either is missing."""
+    if not request.config.pluginmanager.hasplugin("django"):
+        pytest.skip("pytest-django is disabled, so the ORM store cannot run")
+    store_module = pytest.importorskip("claims.store")
+    request.getfixturevalue("db")
+    return store_module.OrmClaimStore
 
 
 class Arrangement(Protocol):

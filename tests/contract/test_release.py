@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import logging
+
 from claims.protocol import ClaimResult, ClaimRow, Holder
 
 from .stores import GRACE_MS, START_MS, TTL_MS, FailingStore
@@ -89,6 +91,18 @@ def test_release_after_foreign_takeover_is_lost_race_without_cooldown_or_callbac
     assert arrange.read("wf").holder.engine_id == "b"
     assert arrange.events("wf") == [("acquired", None, 1, "a"), ("takeover", 1, 2, "b")]
     assert a.takeover("wf").status == "not-expired"
+
+
+def test_release_lost_race_logs_no_warning(registry, clock, caplog):
+    """A release that lost to a takeover is routine at shutdown: nothing at WARNING or above."""
+    a = registry("a")
+    a.acquire("wf")
+    clock.set(EXPIRY + GRACE_MS + 1)
+    registry("b").takeover("wf")
+    caplog.set_level(logging.DEBUG, logger="weftboard.claims")
+
+    assert a.release("wf").status == "lost-race"
+    assert [r for r in caplog.records if r.levelno >= logging.WARNING] == []
 
 
 def test_release_twice_is_not_held_the_second_time(registry, arrange):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from dataclasses import replace
 
 import pytest
@@ -141,6 +142,20 @@ def test_lost_renewal_drops_claim_starts_cooldown_for_exactly_one_interval_and_r
     assert after.held_by == "b"
 
 
+def test_lost_renewal_logs_one_warning_on_the_claims_logger(registry, clock, caplog):
+    """A lost renewal is reported once at WARNING on the weftboard.claims logger, naming the id."""
+    a, _b, _ = _depose(registry, clock)
+    caplog.set_level(logging.DEBUG, logger="weftboard.claims")
+
+    a.renew("wf")
+    a.renew("wf")
+
+    warnings = [r for r in caplog.records if r.levelno >= logging.WARNING]
+    assert len(warnings) == 1
+    assert warnings[0].name == "weftboard.claims"
+    assert "wf" in warnings[0].getMessage()
+
+
 def test_lost_renewal_writes_one_deposed_event(registry, arrange, clock):
     """A lost renewal is logged once as deposed from my epoch, with no epoch after."""
     a, _b, _ = _depose(registry, clock)
@@ -188,9 +203,7 @@ def test_cooldown_cleared_by_successful_acquire(registry, arrange, clock):
     assert a.takeover("wf").status == "not-expired"
 
 
-def test_successful_takeover_after_the_window_leaves_no_cooldown(
-    registry, arrange, clock
-):
+def test_successful_takeover_after_the_window_leaves_no_cooldown(registry, arrange, clock):
     """A takeover that succeeds once the window has passed leaves no cooldown behind."""
     a, b, _ = _depose(registry, clock)
     a.renew("wf")

@@ -48,7 +48,7 @@ def test_rotation_wins_over_a_live_holder_and_logs_one_event(registry, arrange, 
 def test_rotation_with_stale_expected_epoch_raises_and_changes_nothing(
     registry, arrange, clock, store
 ):
-    """A rotation naming an epoch the claim has moved past raises StaleEpochError, writing nothing."""
+    """A rotation naming an epoch the claim has left raises StaleEpochError and writes nothing."""
     a = registry("a")
     a.acquire("wf")
     a.release("wf")
@@ -75,7 +75,7 @@ def test_rotation_with_expected_epoch_of_unknown_id_raises(arrange, clock, store
 
 
 def test_rotation_losing_a_race_raises_stale_epoch(registry, arrange, clock, store):
-    """When the epoch moves between the rotation's read and its CAS, it raises and writes nothing."""
+    """If the epoch moves between the rotation's read and its CAS, it raises, writing nothing."""
     registry("a").acquire("wf")
     racing = InterposedStore(store, "cas_rotate", lambda: rotate_claim(store, "wf", clock=clock))
 

@@ -20,9 +20,7 @@ def test_takeover_of_live_claim_is_not_expired_with_holder_and_expiry(registry, 
 
     result = registry("a").takeover("wf")
 
-    assert result == ClaimResult(
-        "not-expired", "wf", epoch=1, held_by="b", expires_at_ms=EXPIRY
-    )
+    assert result == ClaimResult("not-expired", "wf", epoch=1, held_by="b", expires_at_ms=EXPIRY)
     assert arrange.read("wf") == ClaimRow("wf", 1, Holder("b", 1, EXPIRY, T0))
 
 

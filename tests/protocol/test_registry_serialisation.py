@@ -230,9 +230,7 @@ def test_release_waits_for_in_flight_renewal_then_releases_what_it_wrote(
 
     store.go.set()
 
-    assert renewing.outcome() == ClaimResult(
-        "renewed", "wf", epoch=1, expires_at_ms=renewed_expiry
-    )
+    assert renewing.outcome() == ClaimResult("renewed", "wf", epoch=1, expires_at_ms=renewed_expiry)
     assert releasing.outcome() == ClaimResult("released", "wf", epoch=1)
     assert store.release_calls == [("wf", Holder("a", 1, renewed_expiry, T0), True)]
     assert store.read_claim("wf") == ClaimRow("wf", 1, None)
@@ -300,3 +298,47 @@ def test_stale_renewal_failure_leaves_a_newer_grant_alone(store, make_registry, 
     assert store.events == events_before
     assert a.renew("wf").status == "renewed"
     assert store.read_claim("wf").holder.epoch == new_epoch
+
+
+class ParkedReadStore(ParkingStore):
+    """Parks read_claim after it has read the row, once, when ``park_read`` is set."""
+
+    park_read = False
+
+    def read_claim(self, workflow_id: str) -> ClaimRow | None:
+        row = super().read_claim(workflow_id)
+        if self.park_read:
+            self.park_read = False
+            self._park()
+        return row
+
+
+def test_adopt_racing_a_renewal_of_the_same_claim_does_not_depose_the_engine(clock):
+    """A repeated adopt whose read predates a renewal must not cache the stale expiry."""
+    # The registry caches the values it last wrote; if adopt overwrites the cache
+    # with the expiry it read before a renewal, the engine's next renewal fails
+    # although nobody else touched the row (a redelivered adopt message does this).
+    store = ParkedReadStore()
+    lost = []
+    a = ClaimRegistry(
+        store,
+        engine_id="a",
+        clock=clock,
+        timing=ClaimTiming(ttl_ms=TTL_MS, renew_interval_ms=RENEW_INTERVAL_MS),
+        on_claim_lost=lost.append,
+    )
+    a.acquire("wf")
+    store.park_read = True
+    adopting = Worker(lambda: a.adopt("wf", 1))
+    adopting.start()
+    assert store.entered.wait(TIMEOUT_S)
+
+    clock.advance(RENEW_INTERVAL_MS)
+    assert a.renew("wf").status == "renewed"
+    store.go.set()
+    adopting.outcome()
+
+    assert a.held_claim("wf") == store.read_claim("wf").holder
+    clock.advance(RENEW_INTERVAL_MS)
+    assert a.renew("wf").status == "renewed"
+    assert lost == []

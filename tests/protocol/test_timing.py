@@ -74,7 +74,22 @@ def test_parse_takes_both_arguments_as_durations():
 
 @pytest.mark.parametrize(
     "bad",
-    ["", "45", "45h", "s", "ms", "-5s", "+5s", "1e3s", "abc", "4 5s", "5.s", "inf s", "nan", "5 sec"],
+    [
+        "",
+        "45",
+        "45h",
+        "s",
+        "ms",
+        "-5s",
+        "+5s",
+        "1e3s",
+        "abc",
+        "4 5s",
+        "5.s",
+        "inf s",
+        "nan",
+        "5 sec",
+    ],
 )
 def test_parse_rejects_malformed_strings(bad):
     """A string that is not "<number>ms|s|m" is a ClaimConfigError naming the value."""

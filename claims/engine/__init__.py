@@ -1,0 +1,1 @@
+"""The engine side of weftboard: one Celery worker process is one engine."""

@@ -1,0 +1,29 @@
+"""A cumulative pass-duration histogram an engine keeps and persists with its heartbeat.
+
+Engines are separate processes from the web; persisting cumulative buckets lets
+/metrics sum them over every engine ever seen, so the series never go down.
+"""
+
+from __future__ import annotations
+
+import bisect
+import threading
+from typing import Any
+
+BUCKETS_S = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
+
+
+class PassHistogram:
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._counts = [0] * (len(BUCKETS_S) + 1)  # the last bucket is +Inf
+        self._sum = 0.0
+
+    def observe(self, seconds: float) -> None:
+        with self._lock:
+            self._counts[bisect.bisect_left(BUCKETS_S, seconds)] += 1
+            self._sum += seconds
+
+    def as_json(self) -> dict[str, Any]:
+        with self._lock:
+            return {"counts": list(self._counts), "sum": round(self._sum, 6)}

@@ -1,0 +1,238 @@
+"""The engine that lives in this worker process: its claims, its passes and its drives.
+
+Each sub-pass (renew, reclaim, wake) runs on its own thread and is
+single-flight: a tick only wakes the threads, so a hung reclaim never delays
+renewal. Drives run on a separate pool so a long workflow never blocks a pass.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from django.db import close_old_connections
+
+from claims import fleet
+from claims.clock import database_now_ms
+from claims.engine.histogram import PassHistogram
+from claims.models import EngineStatus
+from claims.protocol import (
+    ClaimMetrics,
+    ClaimRegistry,
+    ClaimTiming,
+    OffsetClock,
+    ReclaimTarget,
+    run_reclaim_pass,
+    run_renew_pass,
+)
+from claims.protocol.constants import OUTCOMES
+from claims.runtime.driver import WorkflowDriver
+from claims.runtime.types import is_type_registered
+from claims.store import OrmClaimStore
+
+logger = logging.getLogger("weftboard.claims")
+
+PASS_NAMES = ("renew", "reclaim", "wake")
+DRIVE_POOL_SIZE = 8
+RECLAIM_POOL_SIZE = 16
+
+
+def _closing_connections(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """Run fn with a usable database connection on this thread, and give it back after."""
+
+    def run(*args: Any) -> Any:
+        close_old_connections()
+        try:
+            return fn(*args)
+        finally:
+            close_old_connections()
+
+    return run
+
+
+class LocalEngine:
+    def __init__(self, *, engine_id: str, queue: str, timing: ClaimTiming, clock: OffsetClock):
+        self.engine_id = engine_id
+        self.queue = queue
+        self.timing = timing
+        self.clock = clock
+        self.store = OrmClaimStore()
+        self.metrics = ClaimMetrics()
+        self.registry = ClaimRegistry(
+            self.store,
+            engine_id=engine_id,
+            clock=clock,
+            timing=timing,
+            metrics=self.metrics,
+        )
+        self.driver = WorkflowDriver(self.registry, clock=clock, disposing=self.is_disposing)
+        self.target = ReclaimTarget(
+            self.registry,
+            self.store,
+            metrics=self.metrics,
+            on_reclaimed=self.submit_drive,
+            is_type_registered=is_type_registered,
+        )
+        self._disposing = threading.Event()
+        self._stopped = threading.Event()
+        self._wakeups = {name: threading.Event() for name in PASS_NAMES}
+        self._threads: list[threading.Thread] = []
+        self._drives = ThreadPoolExecutor(DRIVE_POOL_SIZE, thread_name_prefix="drive")
+        self._reclaim_pool = ThreadPoolExecutor(RECLAIM_POOL_SIZE, thread_name_prefix="reclaim")
+        self._summary_lock = threading.Lock()
+        self._summary: dict[str, Any] = {}
+        self._flush_lock = threading.Lock()
+        self._histograms = {name: PassHistogram() for name in PASS_NAMES}
+        self._flushed = {name: 0 for name in (*OUTCOMES, "renewal_failures")}
+
+    # -- lifecycle ---------------------------------------------------------------
+
+    def start(self) -> None:
+        fleet.engine_register(engine_id=self.engine_id, queue=self.queue, now_ms=self.clock())
+        for name in PASS_NAMES:
+            thread = threading.Thread(
+                target=self._pass_loop, args=(name,), name=f"pass-{name}", daemon=True
+            )
+            thread.start()
+            self._threads.append(thread)
+        self.trigger()
+
+    def trigger(self) -> None:
+        """A tick: wake every sub-pass that is not already running."""
+        for event in self._wakeups.values():
+            event.set()
+
+    def is_disposing(self) -> bool:
+        return self._disposing.is_set()
+
+    def begin_disposal(self) -> None:
+        """Synchronous and permanent; safe to call from a signal handler."""
+        self._disposing.set()
+        self.target.mark_disposing()
+
+    def dispose(self, *, timeout_s: float = 30.0) -> None:
+        """Stop passes, let drives reach their next checkpoint, release every claim."""
+        self.begin_disposal()
+        try:
+            fleet.engine_set_status(
+                engine_id=self.engine_id, status=EngineStatus.DISPOSING, now_ms=self.clock()
+            )
+        except Exception:
+            logger.exception("could not mark engine %s disposing", self.engine_id)
+        self._stopped.set()
+        self.trigger()
+        deadline = time.monotonic() + timeout_s
+        for thread in self._threads:
+            thread.join(max(0.0, deadline - time.monotonic()))
+        self._drives.shutdown(wait=True, cancel_futures=True)
+        self._reclaim_pool.shutdown(wait=True, cancel_futures=True)
+        close_old_connections()
+        self.registry.release_all()
+        self._flush_counters()
+        fleet.engine_set_status(
+            engine_id=self.engine_id, status=EngineStatus.STOPPED, now_ms=self.clock()
+        )
+        logger.info("engine %s stopped; its claims are released", self.engine_id)
+
+    # -- drives ------------------------------------------------------------------
+
+    def submit_drive(self, workflow_id: str) -> None:
+        """Hand a claimed workflow to the drive pool; raises if the pool is closed."""
+        self._drives.submit(_closing_connections(self._drive), workflow_id)
+
+    def _drive(self, workflow_id: str) -> None:
+        try:
+            outcome = self.driver.drive(workflow_id)
+            logger.debug("drive of %s: %s", workflow_id, outcome)
+        except Exception:
+            logger.exception("drive of workflow %s failed", workflow_id)
+
+    def adopt(self, workflow_id: str, epoch: int) -> str:
+        """An operator granted this engine the claim: cache it and drive it."""
+        result = self.registry.adopt(workflow_id, epoch)
+        if result.status == "adopted" and not self.is_disposing():
+            self.submit_drive(workflow_id)
+        return result.status
+
+    # -- passes --------------------------------------------------------------------
+
+    def _pass_loop(self, name: str) -> None:
+        run = {"renew": self.run_renew, "reclaim": self.run_reclaim, "wake": self.run_wake}[name]
+        wakeup = self._wakeups[name]
+        while not self._stopped.is_set():
+            wakeup.wait()
+            wakeup.clear()
+            if self._stopped.is_set():
+                break
+            if name != "renew" and self.is_disposing():
+                continue
+            started = time.monotonic()
+            try:
+                close_old_connections()
+                summary = run()
+                self._heartbeat(name, time.monotonic() - started, summary)
+            except Exception:
+                logger.exception("%s pass of engine %s failed", name, self.engine_id)
+            finally:
+                close_old_connections()
+
+    def run_renew(self) -> dict[str, Any]:
+        result = run_renew_pass(self.registry, self.metrics)
+        return {"renewed": result.renewed_count, "failed": result.failed_count}
+
+    def run_reclaim(self) -> dict[str, Any]:
+        result = run_reclaim_pass(self.target, executor=self._reclaim_pool)
+        discovery = self.target.last_discovery
+        return {
+            "status": result.status,
+            "reclaimed": result.reclaimed_count,
+            "attempted": len(result.outcomes),
+            "errors": sum(status == "error" for _, status in result.outcomes),
+            "candidates": {
+                "stale_holders": discovery.stale_holders,
+                "unheld_indexed": discovery.unheld_indexed,
+                "authoritative_scan": discovery.authoritative_scan,
+                "pending_redrives": discovery.pending_redrives,
+            },
+            "scanned": discovery.scanned,
+            "wrapped": discovery.wrapped,
+        }
+
+    def run_wake(self) -> dict[str, Any]:
+        due = self.driver.due_for_drive(self.registry.held_workflow_ids())
+        for workflow_id in due:
+            self.submit_drive(workflow_id)
+        return {"driven": len(due)}
+
+    def _heartbeat(self, name: str, duration_s: float, summary: dict[str, Any]) -> None:
+        skew = self.clock.calibrate(database_now_ms)
+        now = self.clock()
+        with self._summary_lock:
+            self._summary[name] = {
+                **summary,
+                "at_ms": now,
+                "duration_ms": round(duration_s * 1000, 1),
+            }
+            snapshot = dict(self._summary)
+        fleet.engine_heartbeat(
+            engine_id=self.engine_id,
+            now_ms=now,
+            held_count=len(self.registry.held_workflow_ids()),
+            clock_skew_ms=skew,
+            clock_error_ms=self.clock.error_bound_ms,
+            pass_summary=snapshot,
+        )
+        self._flush_counters()
+
+    def _flush_counters(self) -> None:
+        """Persist what the counters gained since the last flush (one flush at a time)."""
+        with self._flush_lock:
+            snapshot = self.metrics.snapshot()
+            totals = {**snapshot["attempts"], "renewal_failures": snapshot["renewal_failures"]}
+            deltas = {name: totals[name] - self._flushed[name] for name in totals}
+            fleet.counters_add(engine_id=self.engine_id, deltas=deltas)
+            self._flushed = totals

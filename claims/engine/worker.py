@@ -1,0 +1,92 @@
+"""Celery worker hooks that turn a worker process into an engine (DESIGN §1, §4).
+
+The engine boots in ``worker_init`` (main process, before tasks are consumed),
+marks itself disposing as soon as a shutdown is requested, and releases its
+claims once the worker has stopped taking tasks.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+import uuid
+from typing import Any
+
+from celery.signals import worker_init, worker_shutdown, worker_shutting_down
+
+from claims.engine.local import LocalEngine
+
+logger = logging.getLogger("weftboard.claims")
+
+OWNERSHIP_MODE = "workflow-lease"
+ALLOWED_POOLS = ("threads", "solo")
+
+_engine: LocalEngine | None = None
+
+
+def local_engine() -> LocalEngine | None:
+    """The engine of this process, or None outside an engine worker."""
+    return _engine
+
+
+def engine_queue(node_name: str) -> str:
+    return f"engine.{node_name}"
+
+
+def _pool_name(worker: Any) -> str:
+    pool = worker.pool_cls
+    name = pool if isinstance(pool, str) else getattr(pool, "__module__", "")
+    return str(name).rsplit(".", 1)[-1].lower()
+
+
+def refuse_to_start(message: str) -> None:
+    """Stop the worker with a clear message. SystemExit passes through Celery's
+    signal dispatch, which would log and swallow an ordinary exception."""
+    logger.critical(message)
+    print(f"weftboard engine: {message}", file=sys.stderr)
+    raise SystemExit(1)
+
+
+@worker_init.connect
+def start_engine(sender: Any, **kwargs: Any) -> None:
+    global _engine
+    from claims.clock import fleet_clock
+    from claims.conf import claim_timing
+    from claims.protocol import ensure_ownership_mode
+    from claims.protocol.errors import ClaimError
+    from claims.store import OrmClaimStore
+
+    pool = _pool_name(sender)
+    if pool not in ALLOWED_POOLS:
+        refuse_to_start(
+            f"the {pool!r} pool is not supported: an engine must be one process, so start the "
+            "worker with --pool threads or --pool solo (prefork would fork several processes "
+            "that share one engine identity)"
+        )
+    import claims.runtime.demo  # noqa: F401  (registers the demo workflow types)
+
+    try:
+        timing = claim_timing()
+        clock = fleet_clock()
+        ensure_ownership_mode(OrmClaimStore(), OWNERSHIP_MODE, clock)
+    except ClaimError as error:
+        refuse_to_start(str(error))
+    queue = engine_queue(sender.hostname)
+    # A direct queue of its own carries this engine's ticks and operator commands.
+    sender.app.amqp.queues.select_add(queue)
+    engine = LocalEngine(engine_id=str(uuid.uuid4()), queue=queue, timing=timing, clock=clock)
+    engine.start()
+    _engine = engine
+    logger.info("engine %s started on queue %s", engine.engine_id, queue)
+
+
+@worker_shutting_down.connect
+def begin_disposal(**kwargs: Any) -> None:
+    if _engine is not None:
+        _engine.begin_disposal()
+
+
+@worker_shutdown.connect
+def dispose_engine(**kwargs: Any) -> None:
+    if _engine is not None:
+        _engine.dispose()

@@ -1,0 +1,80 @@
+"""Writes about engines: registration, heartbeats, counters, and declaring the silent dead."""
+
+from __future__ import annotations
+
+import os
+import socket
+from collections.abc import Mapping
+from typing import Any
+
+from django.db import IntegrityError, transaction
+from django.db.models import F
+
+from claims.models import ClaimCounter, Engine, EngineStatus
+
+ENGINE_VERSION = "0.1.0"
+# An engine silent this many TTLs is dead: its claims have long been reclaimable.
+DEAD_AFTER_TTLS = 3
+
+
+def engine_register(*, engine_id: str, queue: str, now_ms: int) -> Engine:
+    return Engine.objects.create(
+        engine_id=engine_id,
+        hostname=socket.gethostname(),
+        pid=os.getpid(),
+        queue=queue,
+        started_at_ms=now_ms,
+        heartbeat_at_ms=now_ms,
+        status=EngineStatus.ACTIVE,
+        version=ENGINE_VERSION,
+    )
+
+
+def engine_heartbeat(
+    *,
+    engine_id: str,
+    now_ms: int,
+    held_count: int,
+    clock_skew_ms: int,
+    clock_error_ms: int,
+    pass_summary: Mapping[str, Any],
+) -> None:
+    """One UPDATE. A live engine wrongly judged dead (a slow beat) comes back to active;
+    a disposing or stopped engine keeps its status."""
+    Engine.objects.filter(
+        engine_id=engine_id, status__in=[EngineStatus.ACTIVE, EngineStatus.DEAD]
+    ).update(
+        heartbeat_at_ms=now_ms,
+        held_count=held_count,
+        clock_skew_ms=clock_skew_ms,
+        clock_error_ms=clock_error_ms,
+        pass_summary=dict(pass_summary),
+        status=EngineStatus.ACTIVE,
+    )
+
+
+def engine_set_status(*, engine_id: str, status: EngineStatus, now_ms: int) -> None:
+    Engine.objects.filter(engine_id=engine_id).update(status=status, heartbeat_at_ms=now_ms)
+
+
+def engines_mark_silent_dead(*, now_ms: int, ttl_ms: int) -> int:
+    """Mark engines dead after DEAD_AFTER_TTLS x TTL without a heartbeat; returns how many."""
+    return Engine.objects.filter(
+        status__in=[EngineStatus.ACTIVE, EngineStatus.DISPOSING],
+        heartbeat_at_ms__lt=now_ms - DEAD_AFTER_TTLS * ttl_ms,
+    ).update(status=EngineStatus.DEAD)
+
+
+def counters_add(*, engine_id: str, deltas: Mapping[str, int]) -> None:
+    """Add to this engine's counters atomically (F()), creating rows on first use."""
+    for name, delta in deltas.items():
+        if delta <= 0:
+            continue
+        mine = ClaimCounter.objects.filter(engine_id=engine_id, name=name)
+        if mine.update(value=F("value") + delta):
+            continue
+        try:
+            with transaction.atomic():
+                ClaimCounter.objects.create(engine_id=engine_id, name=name, value=delta)
+        except IntegrityError:
+            mine.update(value=F("value") + delta)

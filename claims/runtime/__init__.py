@@ -1,0 +1,48 @@
+"""The workflow runtime (DESIGN §5): registered workflow functions, durable steps and
+sleeps checkpointed by fenced writes, and the driver that runs one held workflow.
+
+Importing ``claims.runtime.demo`` registers the demo types.
+"""
+
+from .context import WorkflowContext
+from .driver import DriveOutcome, WorkflowDriver
+from .errors import (
+    DriveParked,
+    DrivePaused,
+    DriveStopped,
+    DuplicateStepError,
+    DuplicateWorkflowTypeError,
+    InvalidSleepError,
+    InvalidStepNameError,
+    NotJsonSerializableError,
+    UnknownWorkflowTypeError,
+    WorkflowCodeError,
+)
+from .types import (
+    is_type_registered,
+    load_workflow_modules,
+    registered_types,
+    workflow,
+    workflow_function,
+)
+
+__all__ = [
+    "DriveOutcome",
+    "DriveParked",
+    "DrivePaused",
+    "DriveStopped",
+    "DuplicateStepError",
+    "DuplicateWorkflowTypeError",
+    "InvalidSleepError",
+    "InvalidStepNameError",
+    "NotJsonSerializableError",
+    "UnknownWorkflowTypeError",
+    "WorkflowCodeError",
+    "WorkflowContext",
+    "WorkflowDriver",
+    "is_type_registered",
+    "load_workflow_modules",
+    "registered_types",
+    "workflow",
+    "workflow_function",
+]

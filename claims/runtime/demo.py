@@ -1,0 +1,110 @@
+"""The demo workflow types: "order", "invoice", and "ledger", whose steps leave real rows.
+
+A ledger step commits its StepLedger row in its own transaction before the
+step's checkpoint, so the ledger counts every execution of the side effect,
+including one whose checkpoint then fails. Tests count rows per step with it.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from django.db import transaction
+
+from claims.models import StepLedger
+
+from .context import WorkflowContext
+from .types import workflow
+
+
+def _options(ctx: WorkflowContext) -> dict[str, Any]:
+    return ctx.input if isinstance(ctx.input, dict) else {}
+
+
+# -- order -------------------------------------------------------------------------
+
+
+def _reserve(workflow_id: str, items: int) -> dict[str, Any]:
+    return {"reservation": f"res-{workflow_id[:12]}", "items": items}
+
+
+def _charge(items: int, unit_cents: int) -> dict[str, Any]:
+    return {"charged_cents": items * unit_cents}
+
+
+def _ship(workflow_id: str, reservation: str) -> dict[str, Any]:
+    return {"tracking": f"trk-{workflow_id[:12]}", "reservation": reservation}
+
+
+@workflow("order")
+def order(ctx: WorkflowContext) -> dict[str, Any]:
+    """reserve, charge, sleep ``input["sleep"]`` seconds (default none), ship."""
+    options = _options(ctx)
+    items = int(options.get("items", 1))
+    reserved = ctx.step("reserve", _reserve, ctx.workflow_id, items)
+    charged = ctx.step("charge", _charge, items, int(options.get("unit_cents", 1_250)))
+    ctx.sleep(float(options.get("sleep", 0)))
+    shipped = ctx.step("ship", _ship, ctx.workflow_id, reserved["reservation"])
+    return {**reserved, **charged, **shipped}
+
+
+# -- invoice -----------------------------------------------------------------------
+
+
+def _compute(lines: list[Any]) -> dict[str, Any]:
+    total = sum(int(line) for line in lines)
+    return {"lines": len(lines), "total_cents": total}
+
+
+def _send(workflow_id: str, total_cents: int) -> dict[str, Any]:
+    return {"invoice": f"inv-{workflow_id[:12]}", "sent_total_cents": total_cents}
+
+
+@workflow("invoice")
+def invoice(ctx: WorkflowContext) -> dict[str, Any]:
+    """compute the total of ``input["lines"]`` (cents), then send."""
+    lines = _options(ctx).get("lines", [1_000, 2_500])
+    computed = ctx.step("compute", _compute, list(lines))
+    sent = ctx.step("send", _send, ctx.workflow_id, computed["total_cents"])
+    return {**computed, **sent}
+
+
+# -- ledger ------------------------------------------------------------------------
+
+
+def ledger_entry_write(ctx: WorkflowContext, step: str) -> int:
+    """Commit one StepLedger row for an execution of ``step``, ahead of its checkpoint."""
+    with transaction.atomic():
+        entry = StepLedger.objects.create(
+            workflow_id=ctx.workflow_id,
+            step=step,
+            epoch=ctx.epoch,
+            engine_id=ctx.engine_id,
+            at_ms=ctx.now_ms(),
+        )
+    return entry.pk
+
+
+def ledger_step(ctx: WorkflowContext, step: str, delay_ms: int) -> dict[str, Any]:
+    entry = ledger_entry_write(ctx, step)
+    if delay_ms > 0:
+        time.sleep(delay_ms / 1000)
+    return {"entry": entry, "epoch": ctx.epoch, "engine_id": ctx.engine_id}
+
+
+@workflow("ledger")
+def ledger(ctx: WorkflowContext) -> dict[str, Any]:
+    """``input["steps"]`` steps (default 3) named step-1..., each taking
+    ``input["step_delay_ms"]`` (default 0); ``input["sleep"]`` seconds after step-1."""
+    options = _options(ctx)
+    steps = int(options.get("steps", 3))
+    delay_ms = int(options.get("step_delay_ms", 0))
+    sleep_s = float(options.get("sleep", 0))
+    entries: list[int] = []
+    for n in range(1, steps + 1):
+        done = ctx.step(f"step-{n}", ledger_step, ctx, f"step-{n}", delay_ms)
+        entries.append(done["entry"])
+        if n == 1:
+            ctx.sleep(sleep_s)
+    return {"steps": steps, "entries": entries}

@@ -1,0 +1,207 @@
+"""Drive a held workflow on the calling thread until it ends, parks, pauses or is deposed.
+
+Ending is a fenced terminal write plus the claim's release in ONE transaction
+(``registry.finish``). A database error is not a workflow failure: it leaves
+the drive (and the claim) as they are and propagates, so the caller can record
+a pending re-drive.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Iterable
+from typing import Any, Literal
+
+from claims.models import Workflow, WorkflowStatus
+from claims.protocol import ClaimRegistry, Clock, EngineDeposedError
+
+from .context import WorkflowContext, json_value
+from .errors import DriveStopped, UnknownWorkflowTypeError
+from .types import workflow_function
+from .writes import workflow_terminal_write
+
+logger = logging.getLogger("weftboard.claims.runtime")
+
+DriveOutcome = Literal[
+    "completed", "failed", "parked", "paused", "deposed", "not-running", "unknown-type", "busy"
+]
+
+# Keeps ``workflow_id IN (...)`` under every backend's limit on bound parameters.
+DUE_QUERY_CHUNK = 5_000
+
+
+class WorkflowDriver:
+    def __init__(
+        self,
+        registry: ClaimRegistry,
+        *,
+        clock: Clock,
+        disposing: Callable[[], bool] = lambda: False,
+    ) -> None:
+        self.registry = registry
+        self.clock = clock
+        self.disposing = disposing
+        self._lock = threading.Lock()
+        self._driving: set[str] = set()
+        # Claims a fenced write refused while the registry still caches them (until its
+        # next renewal finds them lost): re-driving one would rerun a step for nothing.
+        self._deposed: dict[str, int] = {}
+
+    def drive(self, workflow_id: str) -> DriveOutcome:
+        """Run the workflow from its last checkpoint. A drive of an id already in a drive
+        of this driver answers "busy" at once, so one process never runs it twice."""
+        with self._lock:
+            if workflow_id in self._driving:
+                return "busy"
+            self._driving.add(workflow_id)
+        try:
+            return self._drive(workflow_id)
+        finally:
+            with self._lock:
+                self._driving.discard(workflow_id)
+
+    def due_for_drive(self, workflow_ids: Iterable[str]) -> list[str]:
+        """Those of ``workflow_ids`` that are running and not parked past now, in the order
+        given; one query per 5,000 ids, reading only the park's wake time."""
+        wanted = list(dict.fromkeys(workflow_ids))
+        wake_at: dict[str, Any] = {}
+        for start in range(0, len(wanted), DUE_QUERY_CHUNK):
+            wake_at.update(
+                Workflow.objects.filter(
+                    workflow_id__in=wanted[start : start + DUE_QUERY_CHUNK],
+                    status=WorkflowStatus.RUNNING,
+                ).values_list("workflow_id", "state__park__wake_at_ms")
+            )
+        now = self.clock()
+        return [
+            workflow_id
+            for workflow_id in wanted
+            if workflow_id in wake_at and _is_due(wake_at[workflow_id], now)
+        ]
+
+    # -- internals -------------------------------------------------------------
+
+    def _drive(self, workflow_id: str) -> DriveOutcome:
+        epoch = self.registry.current_epoch(workflow_id)
+        with self._lock:
+            deposed_at = self._deposed.get(workflow_id)
+            if deposed_at is not None and deposed_at != epoch:
+                del self._deposed[workflow_id]  # a new grant since: drive it
+                deposed_at = None
+        if epoch is not None and deposed_at == epoch:
+            return "deposed"
+        row = (
+            Workflow.objects.filter(workflow_id=workflow_id)
+            .values_list("workflow_type", "status", "state")
+            .first()
+        )
+        if row is None or row[1] != WorkflowStatus.RUNNING:
+            return "not-running"
+        workflow_type, _, raw_state = row
+        if epoch is None:
+            logger.warning(
+                "engine %s was asked to drive workflow %s, which it does not hold",
+                self.registry.engine_id,
+                workflow_id,
+            )
+            return "deposed"
+        try:
+            fn = workflow_function(workflow_type)
+        except UnknownWorkflowTypeError:
+            logger.warning(
+                "engine %s cannot drive workflow %s: type %r is not registered here",
+                self.registry.engine_id,
+                workflow_id,
+                workflow_type,
+            )
+            return "unknown-type"
+        ctx = WorkflowContext(
+            workflow_id=workflow_id,
+            state=_loaded_state(raw_state),
+            epoch=epoch,
+            registry=self.registry,
+            clock=self.clock,
+            disposing=self.disposing,
+        )
+        try:
+            result = fn(ctx)
+        except BaseException as error:
+            if ctx.stopped_by is not None:
+                return self._stopped(ctx, ctx.stopped_by)
+            if isinstance(error, DriveStopped | EngineDeposedError):
+                return self._stopped(ctx, error)
+            if not isinstance(error, Exception):
+                raise  # KeyboardInterrupt, SystemExit: the process is going away
+            return self._end(ctx, workflow_type, WorkflowStatus.FAILED, _error_record(error))
+        if ctx.stopped_by is not None:
+            # The workflow code caught the stop and returned: what it returned is void.
+            return self._stopped(ctx, ctx.stopped_by)
+        try:
+            stored = json_value(result, what="the result of the workflow")
+        except Exception as error:
+            return self._end(ctx, workflow_type, WorkflowStatus.FAILED, _error_record(error))
+        return self._end(ctx, workflow_type, WorkflowStatus.COMPLETED, stored)
+
+    def _stopped(self, ctx: WorkflowContext, error: BaseException) -> DriveOutcome:
+        if isinstance(error, DriveStopped):
+            logger.debug("%s", error)
+            return error.outcome
+        if isinstance(error, EngineDeposedError):
+            self._note_deposed(ctx)
+            return "deposed"
+        raise error  # the database failed under a checkpoint: the caller re-drives later
+
+    def _end(
+        self, ctx: WorkflowContext, workflow_type: str, status: WorkflowStatus, value: Any
+    ) -> DriveOutcome:
+        now = self.clock()
+        key = "result" if status == WorkflowStatus.COMPLETED else "error"
+        state = {**ctx.state, key: value}
+        state.pop("park", None)
+        if status == WorkflowStatus.FAILED:
+            logger.info("workflow %s failed: %s", ctx.workflow_id, value)
+        try:
+            self.registry.finish(
+                ctx.workflow_id,
+                lambda: workflow_terminal_write(
+                    ctx.workflow_id,
+                    workflow_type=workflow_type,
+                    status=status,
+                    state=state,
+                    now_ms=now,
+                ),
+            )
+        except EngineDeposedError:
+            self._note_deposed(ctx)
+            return "deposed"
+        return "completed" if status == WorkflowStatus.COMPLETED else "failed"
+
+    def _note_deposed(self, ctx: WorkflowContext) -> None:
+        with self._lock:
+            # Forget the claims the registry has dropped or re-granted meanwhile.
+            for workflow_id, epoch in list(self._deposed.items()):
+                if self.registry.current_epoch(workflow_id) != epoch:
+                    del self._deposed[workflow_id]
+            self._deposed[ctx.workflow_id] = ctx.epoch
+        logger.warning(
+            "engine %s was deposed from workflow %s (epoch %s); its drive stopped unwritten",
+            self.registry.engine_id,
+            ctx.workflow_id,
+            ctx.epoch,
+        )
+
+
+def _loaded_state(raw: Any) -> dict[str, Any]:
+    return dict(raw) if isinstance(raw, dict) else {"input": raw}
+
+
+def _error_record(error: BaseException) -> dict[str, str]:
+    return {"type": type(error).__name__, "message": str(error)}
+
+
+def _is_due(wake_at_ms: Any, now_ms: int) -> bool:
+    # A park with no usable wake time is due: the drive itself knows its sleeps.
+    if isinstance(wake_at_ms, bool) or not isinstance(wake_at_ms, int):
+        return True
+    return wake_at_ms <= now_ms

@@ -1,0 +1,80 @@
+"""The registry of workflow types: ``@workflow("order")`` maps a type name to its function.
+
+An engine only claims workflows whose type it can run (``is_type_registered``
+is the reclaim target's gate). Importing ``claims.runtime.demo`` registers the
+demo types; ``load_workflow_modules`` imports whatever modules an engine runs.
+"""
+
+from __future__ import annotations
+
+import importlib
+import threading
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from .errors import DuplicateWorkflowTypeError, UnknownWorkflowTypeError
+
+if TYPE_CHECKING:
+    from .context import WorkflowContext
+
+WorkflowFunction = Callable[["WorkflowContext"], Any]
+F = TypeVar("F", bound=WorkflowFunction)
+
+DEFAULT_WORKFLOW_MODULES = ("claims.runtime.demo",)
+WORKFLOW_TYPE_MAX_LENGTH = 100  # Workflow.workflow_type
+
+_lock = threading.Lock()
+_functions: dict[str, WorkflowFunction] = {}
+
+
+def _origin(fn: WorkflowFunction) -> str:
+    return f"{getattr(fn, '__module__', '?')}.{getattr(fn, '__qualname__', repr(fn))}"
+
+
+def workflow(name: str) -> Callable[[F], F]:
+    """Register the decorated function as the code of workflow type ``name``.
+
+    Registering the same function again (a module reloaded) is allowed; another
+    function under a taken name raises DuplicateWorkflowTypeError.
+    """
+    if not isinstance(name, str) or not name or len(name) > WORKFLOW_TYPE_MAX_LENGTH:
+        raise ValueError(
+            f"a workflow type name is a non-empty string of at most "
+            f"{WORKFLOW_TYPE_MAX_LENGTH} characters, not {name!r}"
+        )
+
+    def register(fn: F) -> F:
+        with _lock:
+            existing = _functions.get(name)
+            if existing is not None and _origin(existing) != _origin(fn):
+                raise DuplicateWorkflowTypeError(name, _origin(existing))
+            _functions[name] = fn
+        return fn
+
+    return register
+
+
+def is_type_registered(name: str) -> bool:
+    with _lock:
+        return name in _functions
+
+
+def workflow_function(name: str) -> WorkflowFunction:
+    """The function of a type; raises UnknownWorkflowTypeError for an unregistered one."""
+    with _lock:
+        fn = _functions.get(name)
+    if fn is None:
+        raise UnknownWorkflowTypeError(name)
+    return fn
+
+
+def registered_types() -> list[str]:
+    with _lock:
+        return sorted(_functions)
+
+
+def load_workflow_modules(modules: Iterable[str] = DEFAULT_WORKFLOW_MODULES) -> list[str]:
+    """Import the modules that define an engine's workflow types; returns the types known."""
+    for module in modules:
+        importlib.import_module(module)
+    return registered_types()

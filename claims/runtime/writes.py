@@ -1,0 +1,48 @@
+"""The runtime's writes to Workflow; each runs inside a fenced transaction of the registry.
+
+Both are conditional on the workflow still running: a row that stopped running
+without its claim rotating is not this engine's to write, and the fence's
+transaction rolls back with EngineDeposedError.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from claims.models import Workflow, WorkflowStatus
+from claims.protocol.errors import EngineDeposedError
+from claims.services import workflow_index
+
+
+def workflow_checkpoint_write(workflow_id: str, *, state: dict[str, Any], now_ms: int) -> None:
+    """Store a running workflow's new state. Caller is inside ``registry.fenced_write``."""
+    updated = Workflow.objects.filter(
+        workflow_id=workflow_id, status=WorkflowStatus.RUNNING
+    ).update(state=state, updated_at_ms=now_ms)
+    if updated != 1:
+        raise EngineDeposedError(workflow_id)
+
+
+def workflow_terminal_write(
+    workflow_id: str,
+    *,
+    workflow_type: str,
+    status: WorkflowStatus,
+    state: dict[str, Any],
+    now_ms: int,
+) -> None:
+    """Complete or fail a running workflow and its index row. Caller is inside
+    ``registry.finish``, which releases the claim in the same transaction."""
+    updated = Workflow.objects.filter(
+        workflow_id=workflow_id, status=WorkflowStatus.RUNNING
+    ).update(status=status, state=state, updated_at_ms=now_ms)
+    if updated != 1:
+        raise EngineDeposedError(workflow_id)
+    workflow_index(
+        Workflow(
+            workflow_id=workflow_id,
+            workflow_type=workflow_type,
+            status=status,
+            updated_at_ms=now_ms,
+        )
+    )

@@ -1,0 +1,60 @@
+"""Celery tasks: thin entry points that decode ids and call the engine or a service."""
+
+from __future__ import annotations
+
+import logging
+
+from celery import shared_task
+
+logger = logging.getLogger("weftboard.claims")
+
+
+@shared_task(name="claims.engine_tick", ignore_result=True)
+def engine_tick() -> None:
+    from claims.engine.worker import local_engine
+
+    engine = local_engine()
+    if engine is None:
+        logger.warning("an engine tick reached a worker that runs no engine")
+        return
+    engine.trigger()
+
+
+@shared_task(name="claims.fan_out_ticks", ignore_result=True)
+def fan_out_ticks() -> int:
+    """Send a tick to the direct queue of every engine not known dead."""
+    from claims.conf import claim_timing
+    from claims.models import Engine, EngineStatus
+
+    interval_s = claim_timing().renew_interval_ms / 1000
+    queues = (
+        Engine.objects.exclude(status__in=[EngineStatus.DEAD, EngineStatus.STOPPED])
+        .exclude(queue="")
+        .values_list("queue", flat=True)
+    )
+    sent = 0
+    for queue in queues:
+        # Expiring after one interval keeps ticks from piling up behind a stalled engine.
+        engine_tick.apply_async(queue=queue, expires=interval_s)
+        sent += 1
+    return sent
+
+
+@shared_task(name="claims.mark_silent_engines_dead", ignore_result=True)
+def mark_silent_engines_dead() -> int:
+    from claims.clock import fleet_clock
+    from claims.conf import claim_timing
+    from claims.fleet import engines_mark_silent_dead
+
+    return engines_mark_silent_dead(now_ms=fleet_clock()(), ttl_ms=claim_timing().ttl_ms)
+
+
+@shared_task(name="claims.adopt", ignore_result=True)
+def adopt(workflow_id: str, epoch: int) -> str:
+    """Sent to one engine's queue after an operator forced a takeover to it."""
+    from claims.engine.worker import local_engine
+
+    engine = local_engine()
+    if engine is None:
+        return "no-engine"
+    return engine.adopt(str(workflow_id), int(epoch))

@@ -1,0 +1,126 @@
+"""Errors in workflow code fail the workflow; the failure and the release commit together."""
+
+from __future__ import annotations
+
+import pytest
+
+from claims.models import ClaimEvent, WorkflowVisibility
+from claims.protocol import ClaimRegistry, ClaimTiming
+from claims.store import OrmClaimStore
+
+from .conftest import RENEW_INTERVAL_MS, TTL_MS, claim_row, ledger, recorded_steps, workflow_row
+
+
+def assert_failed_and_released(wf: str, error_type: str) -> dict[str, str]:
+    row = workflow_row(wf)
+    assert row.status == "failed"
+    assert "result" not in row.state
+    assert row.state["error"]["type"] == error_type
+    claim = claim_row(wf)
+    assert (claim.epoch, claim.holder_engine_id, claim.holder_epoch) == (1, None, None)
+    kinds = list(ClaimEvent.objects.filter(workflow_id=wf).values_list("kind", flat=True))
+    assert kinds == ["acquired", "adopted", "released"]
+    assert WorkflowVisibility.objects.get(workflow_id=wf).status == "failed"
+    return row.state["error"]
+
+
+def test_uncaught_error_marks_failed_with_its_type_and_message_and_releases(engine, start):
+    a = engine("a")
+    wf = start("test-failing", engine=a)
+
+    assert a.drive(wf) == "failed"
+
+    error = assert_failed_and_released(wf, "CardDeclinedError")
+    assert error == {"type": "CardDeclinedError", "message": "card declined: insufficient funds"}
+    assert recorded_steps(wf) == {"reserve": (1, "a")}
+    assert a.registry.held_workflow_ids() == []
+
+
+def test_non_json_step_result_fails_the_workflow_with_a_clear_error(engine, start):
+    a = engine("a")
+    wf = start("test-non-json-step", engine=a)
+
+    assert a.drive(wf) == "failed"
+
+    error = assert_failed_and_released(wf, "NotJsonSerializableError")
+    assert "step 'tags'" in error["message"]
+    assert "set" in error["message"]
+    assert "JSON" in error["message"]
+    assert recorded_steps(wf) == {"reserve": (1, "a")}
+
+
+def test_non_json_workflow_result_fails_the_workflow(engine, start):
+    a = engine("a")
+    wf = start("test-non-json-result", engine=a)
+
+    assert a.drive(wf) == "failed"
+
+    error = assert_failed_and_released(wf, "NotJsonSerializableError")
+    assert "result of the workflow" in error["message"]
+
+
+def test_repeated_step_name_fails_the_workflow_and_names_the_step(engine, start):
+    a = engine("a")
+    wf = start("test-duplicate-step", engine=a)
+
+    assert a.drive(wf) == "failed"
+
+    error = assert_failed_and_released(wf, "DuplicateStepError")
+    assert "'charge'" in error["message"]
+    assert "twice" in error["message"]
+    assert workflow_row(wf).state["steps"]["charge"]["result"] == 1
+
+
+@pytest.mark.parametrize(
+    ("workflow_type", "error_type", "words"),
+    [
+        ("test-bad-step-name", "InvalidStepNameError", "step name"),
+        ("test-bad-sleep", "InvalidSleepError", "-1 seconds"),
+    ],
+)
+def test_invalid_step_name_or_sleep_fails_the_workflow(
+    engine, start, workflow_type, error_type, words
+):
+    a = engine("a")
+    wf = start(workflow_type, engine=a)
+
+    assert a.drive(wf) == "failed"
+
+    assert words in assert_failed_and_released(wf, error_type)["message"]
+
+
+def test_bad_input_to_a_demo_type_fails_it(engine, start):
+    a = engine("a")
+    wf = start("ledger", {"steps": "many"}, engine=a)
+
+    assert a.drive(wf) == "failed"
+
+    assert_failed_and_released(wf, "ValueError")
+    assert ledger(wf) == {}
+
+
+def test_terminal_write_rolls_back_when_the_release_cannot_apply(engine, start, clock):
+    """Same epoch, but the holder columns moved (another registry of engine "a" renewed):
+    the fence passes, the release CAS fails, and the completion is rolled back with it."""
+    a = engine("a")
+    wf = start("ledger", {"steps": 2}, engine=a)
+    twin = ClaimRegistry(
+        OrmClaimStore(),
+        engine_id="a",
+        clock=clock,
+        timing=ClaimTiming(ttl_ms=TTL_MS, renew_interval_ms=RENEW_INTERVAL_MS),
+    )
+    assert twin.adopt(wf, 1).status == "adopted"
+    clock.advance(1_000)
+    assert twin.renew(wf).status == "renewed"
+
+    assert a.drive(wf) == "deposed"
+
+    row = workflow_row(wf)
+    assert row.status == "running"
+    assert "result" not in row.state
+    assert recorded_steps(wf) == {"step-1": (1, "a"), "step-2": (1, "a")}
+    claim = claim_row(wf)
+    assert (claim.epoch, claim.holder_engine_id) == (1, "a")
+    assert not ClaimEvent.objects.filter(workflow_id=wf, kind="released").exists()
+    assert WorkflowVisibility.objects.get(workflow_id=wf).status == "running"

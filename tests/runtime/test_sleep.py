@@ -1,0 +1,110 @@
+"""sleep parks a running workflow with its claim kept; it is due again at its wake time."""
+
+from __future__ import annotations
+
+from claims.services import workflow_cancel
+
+from .conftest import START_MS, claim_row, ledger, workflow_row
+
+
+def test_sleep_parks_until_the_wake_time_then_the_drive_completes(engine, start, clock):
+    a = engine("a")
+    wf = start("ledger", {"steps": 3, "sleep": 5}, engine=a)
+
+    assert a.drive(wf) == "parked"
+
+    row = workflow_row(wf)
+    assert row.status == "running"
+    assert row.state["park"] == {"sleep": 0, "wake_at_ms": START_MS + 5_000}
+    assert row.state["sleeps"]["0"]["wake_at_ms"] == START_MS + 5_000
+    assert claim_row(wf).holder_engine_id == "a"
+    assert a.registry.held_workflow_ids() == [wf]
+    assert ledger(wf) == {"step-1": [(1, "a")]}
+    assert a.driver.due_for_drive([wf]) == []
+
+    clock.advance(4_999)
+    assert a.driver.due_for_drive([wf]) == []
+    clock.advance(1)
+    assert a.driver.due_for_drive([wf]) == [wf]
+
+    assert a.drive(wf) == "completed"
+
+    row = workflow_row(wf)
+    assert row.status == "completed"
+    assert "park" not in row.state
+    assert ledger(wf) == {f"step-{n}": [(1, "a")] for n in (1, 2, 3)}
+    assert claim_row(wf).holder_engine_id is None
+
+
+def test_drive_before_the_wake_time_parks_again_writing_nothing(engine, start, clock):
+    a = engine("a")
+    wf = start("order", {"sleep": 60}, engine=a)
+    assert a.drive(wf) == "parked"
+    parked = workflow_row(wf)
+    clock.advance(30_000)
+    assert a.registry.renew(wf).status == "renewed"
+
+    assert a.drive(wf) == "parked"
+
+    again = workflow_row(wf)
+    assert (again.state, again.updated_at_ms) == (parked.state, parked.updated_at_ms)
+
+
+def test_parked_workflow_wakes_on_a_successor_engine(engine, start, clock):
+    """The park is in the workflow's state, not in the engine: after a shutdown the next
+    owner resumes after the sleep without redoing the steps before it."""
+    a, b = engine("a"), engine("b")
+    wf = start("order", {"sleep": 2}, engine=a)
+    assert a.drive(wf) == "parked"
+    a.registry.release_all()
+    assert b.registry.acquire(wf).epoch == 2
+
+    assert b.drive(wf) == "parked"
+    clock.advance(2_000)
+    assert b.drive(wf) == "completed"
+
+    steps = workflow_row(wf).state["steps"]
+    assert {name: record["engine_id"] for name, record in steps.items()} == {
+        "reserve": "a",
+        "charge": "a",
+        "ship": "b",
+    }
+
+
+def test_json_shapes_read_back_the_same_on_first_run_and_on_replay(engine, start, clock):
+    """A tuple comes back a list and an int key a string, before and after the park."""
+    a = engine("a")
+    wf = start("test-shapes", engine=a)
+    assert a.drive(wf) == "parked"
+    clock.advance(1_000)
+
+    assert a.drive(wf) == "completed"
+
+    assert workflow_row(wf).state["result"] == {"pair": [1, 2], "keyed": {"1": "one"}}
+
+
+def test_due_for_drive_is_one_query_and_keeps_the_order_given(
+    engine, start, clock, django_assert_num_queries
+):
+    """Running and unparked or woken: due. Parked, finished, cancelled, unknown: not due."""
+    a = engine("a")
+    fresh = start("ledger", engine=a)
+    parked = start("ledger", {"sleep": 10}, engine=a)
+    woken = start("ledger", {"sleep": 1}, engine=a)
+    done = start("ledger", engine=a)
+    cancelled = start("ledger", engine=a)
+    for wf in (parked, woken, done):
+        a.drive(wf)
+    workflow_cancel(cancelled, clock=clock)
+    clock.advance(1_000)
+    given = [woken, "no-such-id", done, parked, cancelled, fresh, woken]
+
+    with django_assert_num_queries(1):
+        due = a.driver.due_for_drive(given)
+
+    assert due == [woken, fresh]
+
+
+def test_due_for_drive_of_nothing_asks_nothing(engine, django_assert_num_queries):
+    with django_assert_num_queries(0):
+        assert engine("a").driver.due_for_drive([]) == []

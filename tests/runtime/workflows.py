@@ -1,0 +1,96 @@
+"""Workflow types for the runtime tests, registered on import.
+
+``test-hooked-ledger`` is the demo ledger with a seam: a hook set for
+(workflow id, step) runs once inside that step, after its ledger row committed
+and before its checkpoint, which is where a deposition, a cancel, a stall or a
+shutdown hurts most.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable
+from typing import Any
+
+from claims.runtime import WorkflowContext, workflow
+from claims.runtime.demo import ledger_step
+
+Hook = Callable[[WorkflowContext], object]
+HOOKS: dict[tuple[str, str], Hook] = {}
+
+HOOKED_STEPS = ("step-1", "step-2", "step-3")
+
+
+def during_step(workflow_id: str, step: str, hook: Hook) -> None:
+    """Run ``hook`` once, inside the next execution of ``step`` of ``workflow_id``."""
+    HOOKS[(workflow_id, step)] = hook
+
+
+def _hooked_step(ctx: WorkflowContext, step: str) -> dict[str, Any]:
+    done = ledger_step(ctx, step, 0)
+    hook = HOOKS.pop((ctx.workflow_id, step), None)
+    if hook is not None:
+        hook(ctx)
+    return done
+
+
+@workflow("test-hooked-ledger")
+def hooked_ledger(ctx: WorkflowContext) -> dict[str, Any]:
+    entries = [ctx.step(step, _hooked_step, ctx, step)["entry"] for step in HOOKED_STEPS]
+    return {"entries": entries}
+
+
+@workflow("test-swallowing")
+def swallowing(ctx: WorkflowContext) -> str:
+    """Catches every Exception around its steps and returns as if all went well."""
+    for step in HOOKED_STEPS:
+        with contextlib.suppress(Exception):
+            ctx.step(step, _hooked_step, ctx, step)
+    return "looks fine"
+
+
+class CardDeclinedError(Exception):
+    pass
+
+
+@workflow("test-failing")
+def failing(ctx: WorkflowContext) -> None:
+    ctx.step("reserve", lambda: {"reserved": True})
+    raise CardDeclinedError("card declined: insufficient funds")
+
+
+@workflow("test-non-json-step")
+def non_json_step(ctx: WorkflowContext) -> None:
+    ctx.step("reserve", lambda: {"reserved": True})
+    ctx.step("tags", lambda: {"a", "b"})
+
+
+@workflow("test-non-json-result")
+def non_json_result(ctx: WorkflowContext) -> object:
+    ctx.step("reserve", lambda: {"reserved": True})
+    return object()
+
+
+@workflow("test-duplicate-step")
+def duplicate_step(ctx: WorkflowContext) -> None:
+    ctx.step("charge", lambda: 1)
+    ctx.step("charge", lambda: 2)
+
+
+@workflow("test-bad-step-name")
+def bad_step_name(ctx: WorkflowContext) -> None:
+    ctx.step("", lambda: 1)
+
+
+@workflow("test-bad-sleep")
+def bad_sleep(ctx: WorkflowContext) -> None:
+    ctx.sleep(-1)
+
+
+@workflow("test-shapes")
+def shapes(ctx: WorkflowContext) -> Any:
+    """Tuples and int keys read back as JSON has them, on the first run as on replay."""
+    pair = ctx.step("pair", lambda: (1, 2))
+    keyed = ctx.step("keyed", lambda: {1: "one"})
+    ctx.sleep(1)
+    return {"pair": pair, "keyed": keyed}
