@@ -110,6 +110,14 @@ def ratio(value: float) -> str:
     return f"{value:.2f}x"
 
 
+def value_text(value: float, unit: str) -> str:
+    if unit == "x":
+        return ratio(value)
+    if unit == "statements":
+        return f"{value:.0f} {unit}"
+    return f"{fmt(value)} {unit}"
+
+
 def limit_text(target: Target) -> str:
     if target.unit == "x":
         return f"<= {target.limit:g}x"
@@ -119,8 +127,14 @@ def limit_text(target: Target) -> str:
 def targets_section(targets: list[Target]) -> Section:
     section = Section("TARGETS", ("figure", "value", "target", "verdict"))
     for target in targets:
-        value = ratio(target.value) if target.unit == "x" else f"{fmt(target.value)} {target.unit}"
-        section.rows.append((target.label, value, limit_text(target), target.verdict()))
+        section.rows.append(
+            (
+                target.label,
+                value_text(target.value, target.unit),
+                limit_text(target),
+                target.verdict(),
+            )
+        )
     return section
 
 
@@ -155,10 +169,10 @@ def combined_summary(paths: list[Path]) -> list[str]:
             if target is None:
                 cells.append("-")
                 continue
-            value = target["value"]
-            shown = ratio(value) if target["unit"] == "x" else f"{fmt(value)} {target['unit']}"
-            mark = ("MET" if target["met"] else "MISSED") if target["binding"] else "ref"
-            if not target["binding"]:
+            shown = value_text(target["value"], target["unit"])
+            if target["binding"]:
+                mark = "MET" if target["met"] else "MISSED"
+            else:
                 mark = "ref ok" if target["met"] else "ref over"
             cells.append(f"{shown} [{mark}]")
         section.rows.append((labels[key], *cells))

@@ -26,6 +26,28 @@ DEMO_ENGINES = ("demo-engine-a", "demo-engine-b", "demo-engine-c")
 VANISHED_ENGINE = "demo-engine-vanished"
 
 
+def demo_input(workflow_type: str, rng: random.Random) -> dict[str, object]:
+    """Inputs that keep demo workflows running long enough to be watched."""
+    if workflow_type == "order":
+        return {"items": rng.randint(1, 5), "sleep": rng.randint(20, 240)}
+    if workflow_type == "ledger":
+        return {"steps": rng.randint(2, 5), "step_delay_ms": 200, "sleep": rng.randint(10, 120)}
+    return {"lines": [rng.randint(100, 5_000) for _ in range(rng.randint(1, 4))]}
+
+
+def demo_trickle_start(*, count: int, seed: int | None = None) -> list[str]:
+    """Start ``count`` new demo workflows without an engine: the next reclaim pass claims them."""
+    from claims.services import workflow_start
+
+    rng = random.Random(seed)
+    started = []
+    for _ in range(count):
+        workflow_type = rng.choice(DEMO_TYPES)
+        workflow = workflow_start(workflow_type=workflow_type, input=demo_input(workflow_type, rng))
+        started.append(workflow.workflow_id)
+    return started
+
+
 @dataclass(frozen=True)
 class DemoSeedSummary:
     workflows: int
@@ -60,7 +82,7 @@ def demo_fleet_seed(*, clock: Clock, workflows: int = 300, seed: int = 7) -> Dem
                 workflow_id=workflow_id,
                 workflow_type=workflow_type,
                 status=status,
-                state={"input": {"n": n}, "steps": {}},
+                state={"input": demo_input(workflow_type, rng), "steps": {}},
                 created_at_ms=created,
                 updated_at_ms=created,
             )

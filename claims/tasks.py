@@ -58,3 +58,11 @@ def adopt(workflow_id: str, epoch: int) -> str:
     if engine is None:
         return "no-engine"
     return engine.adopt(str(workflow_id), int(epoch))
+
+
+@shared_task(name="claims.demo_start_workflows", ignore_result=True)
+def demo_start_workflows(count: int) -> int:
+    """Keeps the demo fleet busy (scheduled only when WEFTBOARD_DEMO_RATE is set)."""
+    from claims.demo import demo_trickle_start
+
+    return len(demo_trickle_start(count=int(count)))

@@ -45,3 +45,13 @@ def schedule_passes(sender: Celery, **kwargs: Any) -> None:
             "options": {"expires": timing.ttl_ms / 1000},
         },
     }
+    from django.conf import settings
+
+    per_minute = settings.WEFTBOARD_DEMO_RATE
+    if per_minute > 0:
+        sender.conf.beat_schedule["demo-start-workflows"] = {
+            "task": "claims.demo_start_workflows",
+            "schedule": 10.0,
+            "args": (max(1, round(per_minute / 6)),),
+            "options": {"expires": 10.0},
+        }

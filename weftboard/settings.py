@@ -163,3 +163,5 @@ if CELERY_BROKER_URL.startswith("filesystem://"):
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_TASK_IGNORE_RESULT = True
 CELERY_TIMEZONE = "UTC"
+# Demo only: new workflows per minute started by beat (the run script sets it).
+WEFTBOARD_DEMO_RATE = int(os.environ.get("WEFTBOARD_DEMO_RATE", "0") or 0)

@@ -211,12 +211,14 @@ class LocalEngine:
     def _heartbeat(self, name: str, duration_s: float, summary: dict[str, Any]) -> None:
         skew = self.clock.calibrate(database_now_ms)
         now = self.clock()
+        self._histograms[name].observe(duration_s)
         with self._summary_lock:
             self._summary[name] = {
                 **summary,
                 "at_ms": now,
                 "duration_ms": round(duration_s * 1000, 1),
             }
+            self._summary["histograms"] = {n: h.as_json() for n, h in self._histograms.items()}
             snapshot = dict(self._summary)
         fleet.engine_heartbeat(
             engine_id=self.engine_id,

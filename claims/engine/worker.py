@@ -8,6 +8,7 @@ claims once the worker has stopped taking tasks.
 from __future__ import annotations
 
 import logging
+import re
 import sys
 import uuid
 from typing import Any
@@ -30,13 +31,17 @@ def local_engine() -> LocalEngine | None:
 
 
 def engine_queue(node_name: str) -> str:
-    return f"engine.{node_name}"
+    """``engine.<node name>``, spelled so every transport accepts it as a queue and exchange
+    name: the filesystem transport refuses '@' (``engine1@host`` -> ``engine.engine1-host``)."""
+    return "engine." + re.sub(r"[^A-Za-z0-9._-]", "-", node_name)
 
 
 def _pool_name(worker: Any) -> str:
+    """'threads', 'solo', 'prefork', ... whether Celery gives an alias or a pool class."""
     pool = worker.pool_cls
     name = pool if isinstance(pool, str) else getattr(pool, "__module__", "")
-    return str(name).rsplit(".", 1)[-1].lower()
+    name = str(name).rsplit(".", 1)[-1].lower()
+    return "threads" if name == "thread" else name
 
 
 def refuse_to_start(message: str) -> None:

@@ -171,12 +171,19 @@ class WorkflowContext:
                 )
             )
 
+    def check_epoch_unchanged(self) -> None:
+        """Inside a fence: the registry fenced at the epoch it caches now, but this drive's
+        state is only current at the epoch the drive began with (epochs only grow)."""
+        if self._registry.current_epoch(self.workflow_id) != self.epoch:
+            raise EngineDeposedError(self.workflow_id)
+
     def _commit(self, state: dict[str, Any], now_ms: int) -> None:
+        def write() -> None:
+            self.check_epoch_unchanged()
+            workflow_checkpoint_write(self.workflow_id, state=state, now_ms=now_ms)
+
         try:
-            self._registry.fenced_write(
-                self.workflow_id,
-                lambda: workflow_checkpoint_write(self.workflow_id, state=state, now_ms=now_ms),
-            )
+            self._registry.fenced_write(self.workflow_id, write)
         except BaseException as error:
             # Deposed, or the database failed: either way this drive writes no more.
             self._stopped_by = error

@@ -161,17 +161,15 @@ class WorkflowDriver:
         state.pop("park", None)
         if status == WorkflowStatus.FAILED:
             logger.info("workflow %s failed: %s", ctx.workflow_id, value)
-        try:
-            self.registry.finish(
-                ctx.workflow_id,
-                lambda: workflow_terminal_write(
-                    ctx.workflow_id,
-                    workflow_type=workflow_type,
-                    status=status,
-                    state=state,
-                    now_ms=now,
-                ),
+
+        def write() -> None:
+            ctx.check_epoch_unchanged()
+            workflow_terminal_write(
+                ctx.workflow_id, workflow_type=workflow_type, status=status, state=state, now_ms=now
             )
+
+        try:
+            self.registry.finish(ctx.workflow_id, write)
         except EngineDeposedError:
             self._note_deposed(ctx)
             return "deposed"

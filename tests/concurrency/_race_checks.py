@@ -176,16 +176,16 @@ def check_race(reports: list[dict[str, Any]], workflow_ids: list[str]) -> dict[s
                 if epoch is None or current is None or current <= epoch:
                     fail(f"{where}: lost, yet the epoch never moved past {epoch}")
             if status == "renewed":
-                key = (workflow_id, epoch)
-                renewed_until[key] = max(renewed_until.get(key, expires_at), expires_at)
+                grant_key = (workflow_id, epoch)
+                renewed_until[grant_key] = max(renewed_until.get(grant_key, 0), expires_at)
             if status == "not-expired" and granted_to(workflow_id, epoch) != held_by:
                 fail(f"{where}: not-expired held by {held_by}, but epoch granted otherwise")
             # One engine's calls are sequential and the epoch only grows: what it observes
             # of a workflow's current epoch never goes back, and what it mints is new.
             if status in OBSERVED_NOW and epoch is not None:
-                previous = last_seen.get(workflow_id, 0)
-                if epoch < previous or (status in MINTING and epoch == previous):
-                    fail(f"{where}: after this engine already saw epoch {previous}")
+                seen_before = last_seen.get(workflow_id, 0)
+                if epoch < seen_before or (status in MINTING and epoch == seen_before):
+                    fail(f"{where}: after this engine already saw epoch {seen_before}")
                 last_seen[workflow_id] = epoch
 
     expected = Counter(

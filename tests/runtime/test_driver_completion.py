@@ -97,9 +97,7 @@ def test_unregistered_type_is_left_alone_with_its_claim(engine, start):
     assert a.registry.held_workflow_ids() == [wf]
 
 
-def test_drive_of_a_workflow_this_engine_does_not_hold_is_deposed_and_runs_nothing(
-    engine, start
-):
+def test_drive_of_a_workflow_this_engine_does_not_hold_is_deposed_and_runs_nothing(engine, start):
     """An ownerless workflow, and one held by another engine: no step runs, nothing is written."""
     ownerless = start("ledger")
     held_by_a = start("ledger", engine=engine("a"))

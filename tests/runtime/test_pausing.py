@@ -78,7 +78,8 @@ def test_cancel_during_a_step_deposes_the_drive_and_the_workflow_stays_cancelled
 
     row = workflow_row(wf)
     assert row.status == "cancelled"
-    assert "result" not in row.state and "error" not in row.state
+    assert "result" not in row.state
+    assert "error" not in row.state
     assert recorded_steps(wf) == {"step-1": (1, "a")}
     claim = claim_row(wf)
     assert (claim.epoch, claim.holder_engine_id) == (2, None)

@@ -16,7 +16,7 @@ from claims.protocol import rotate_claim
 from claims.store import OrmClaimStore
 
 from .conftest import EXPIRY_MS, claim_row, ledger, recorded_steps, workflow_row
-from .workflows import during_step
+from .workflows import after_step, during_step
 
 
 class _Records(logging.Handler):
@@ -156,3 +156,52 @@ def test_workflow_code_that_swallows_the_deposition_still_stops_unwritten(engine
     row = workflow_row(wf)
     assert (row.status, "result" in row.state, row.state["steps"]) == ("running", False, {})
     assert WorkflowClaim.objects.get(workflow_id=wf).epoch == 2
+
+
+def regrant_to(a, b, wf: str) -> None:
+    """The claim moves on and comes back to engine a at a later epoch (1 -> 2 -> 3)."""
+    assert a.registry.release(wf).status == "released"
+    assert b.registry.acquire(wf).epoch == 2
+    assert b.registry.release(wf).status == "released"
+    assert a.registry.acquire(wf).epoch == 3
+
+
+def test_regrant_between_steps_stops_the_drive_begun_under_the_old_epoch(engine, start):
+    """Its state may be stale (engine b held the claim meanwhile): the next step does not
+    start, and the drive at epoch 3 starts over from the checkpoints."""
+    a, b = engine("a"), engine("b")
+    wf = start("test-hooked-ledger", engine=a)
+    after_step(wf, "step-1", lambda ctx: regrant_to(a, b, wf))
+
+    assert a.drive(wf) == "deposed"
+
+    assert ledger(wf) == {"step-1": [(1, "a")]}
+    assert a.drive(wf) == "completed"
+    assert ledger(wf) == {"step-1": [(1, "a")], "step-2": [(3, "a")], "step-3": [(3, "a")]}
+
+
+def test_regrant_during_a_step_refuses_its_checkpoint(engine, start):
+    """The fence would pass at the registry's new epoch; the drive's epoch is checked too."""
+    a, b = engine("a"), engine("b")
+    wf = start("test-hooked-ledger", engine=a)
+    during_step(wf, "step-2", lambda ctx: regrant_to(a, b, wf))
+
+    assert a.drive(wf) == "deposed"
+
+    assert recorded_steps(wf) == {"step-1": (1, "a")}
+    assert a.drive(wf) == "completed"
+    assert ledger(wf)["step-2"] == [(1, "a"), (3, "a")]
+    assert recorded_steps(wf) == {"step-1": (1, "a"), "step-2": (3, "a"), "step-3": (3, "a")}
+
+
+def test_regrant_in_the_last_step_refuses_the_terminal_write(engine, start):
+    a, b = engine("a"), engine("b")
+    wf = start("test-hooked-ledger", engine=a)
+    after_step(wf, "step-3", lambda ctx: regrant_to(a, b, wf))
+
+    assert a.drive(wf) == "deposed"
+
+    assert workflow_row(wf).status == "running"
+    assert claim_row(wf).holder_engine_id == "a"
+    assert a.drive(wf) == "completed"
+    assert ledger(wf) == {f"step-{n}": [(1, "a")] for n in (1, 2, 3)}

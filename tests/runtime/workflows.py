@@ -1,9 +1,10 @@
 """Workflow types for the runtime tests, registered on import.
 
-``test-hooked-ledger`` is the demo ledger with a seam: a hook set for
-(workflow id, step) runs once inside that step, after its ledger row committed
-and before its checkpoint, which is where a deposition, a cancel, a stall or a
-shutdown hurts most.
+``test-hooked-ledger`` is the demo ledger with seams: a hook set for
+(workflow id, "step-N") runs once inside that step, after its ledger row
+committed and before its checkpoint, which is where a deposition, a cancel, a
+stall or a shutdown hurts most; one set for "after-step-N" runs once in the
+workflow code between that step and the next.
 """
 
 from __future__ import annotations
@@ -26,6 +27,11 @@ def during_step(workflow_id: str, step: str, hook: Hook) -> None:
     HOOKS[(workflow_id, step)] = hook
 
 
+def after_step(workflow_id: str, step: str, hook: Hook) -> None:
+    """Run ``hook`` once, in the workflow code right after ``step`` returned."""
+    HOOKS[(workflow_id, f"after-{step}")] = hook
+
+
 def _hooked_step(ctx: WorkflowContext, step: str) -> dict[str, Any]:
     done = ledger_step(ctx, step, 0)
     hook = HOOKS.pop((ctx.workflow_id, step), None)
@@ -36,7 +42,12 @@ def _hooked_step(ctx: WorkflowContext, step: str) -> dict[str, Any]:
 
 @workflow("test-hooked-ledger")
 def hooked_ledger(ctx: WorkflowContext) -> dict[str, Any]:
-    entries = [ctx.step(step, _hooked_step, ctx, step)["entry"] for step in HOOKED_STEPS]
+    entries = []
+    for step in HOOKED_STEPS:
+        entries.append(ctx.step(step, _hooked_step, ctx, step)["entry"])
+        hook = HOOKS.pop((ctx.workflow_id, f"after-{step}"), None)
+        if hook is not None:
+            hook(ctx)
     return {"entries": entries}
 
 
