@@ -14,6 +14,7 @@ from claims.models import (
     Engine,
     EngineStatus,
     Workflow,
+    WorkflowClaim,
     WorkflowStatus,
     WorkflowVisibility,
 )
@@ -104,6 +105,21 @@ def _claim_for_start(workflow_id: str, engine_id: str, now: int) -> None:
         )
 
 
+def _lock_claim_then_workflow(workflow_id: str) -> Workflow:
+    """Lock in the order fenced writes do (claim row, then workflow row), so an
+    external transition and an engine's checkpoint never deadlock. Caller holds
+    the transaction."""
+    list(
+        WorkflowClaim.objects.select_for_update(no_key=True)
+        .filter(workflow_id=workflow_id)
+        .values_list("epoch", flat=True)
+    )
+    workflow = Workflow.objects.select_for_update().filter(workflow_id=workflow_id).first()
+    if workflow is None:
+        raise WorkflowNotFoundError(workflow_id)
+    return workflow
+
+
 def _terminal_transition(
     workflow_id: str,
     *,
@@ -116,9 +132,7 @@ def _terminal_transition(
     workflow_id = check_workflow_id(workflow_id)
     now = _now(clock)
     with transaction.atomic():
-        workflow = Workflow.objects.select_for_update().filter(workflow_id=workflow_id).first()
-        if workflow is None:
-            raise WorkflowNotFoundError(workflow_id)
+        workflow = _lock_claim_then_workflow(workflow_id)
         if workflow.status in TERMINAL_STATUSES:
             raise InvalidTransitionError(workflow_id, workflow.status, action)
         rotate_claim(
@@ -177,9 +191,7 @@ def workflow_purge(
     workflow_id = check_workflow_id(workflow_id)
     now = _now(clock)
     with transaction.atomic():
-        workflow = Workflow.objects.select_for_update().filter(workflow_id=workflow_id).first()
-        if workflow is None:
-            raise WorkflowNotFoundError(workflow_id)
+        workflow = _lock_claim_then_workflow(workflow_id)
         rotate_claim(
             _store, workflow_id, clock=lambda: now, kind="rotated", actor=actor, reason=reason
         )

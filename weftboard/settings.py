@@ -100,10 +100,14 @@ def database_config() -> dict[str, Any]:
         options.setdefault("timeout", 20)
         options.setdefault("init_command", "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;")
         # Concurrency tests need real file locking, which an in-memory test database lacks.
-        config["TEST"] = {"NAME": str(VAR_DIR / "test-weftboard.sqlite3")}
+        test_name = os.environ.get("WEFTBOARD_TEST_DB_NAME", "").strip() or "weftboard"
+        config["TEST"] = {"NAME": str(VAR_DIR / f"test-{test_name}.sqlite3")}
         config["ENGINE"] = "django_prometheus.db.backends.sqlite3"
     elif engine == "django.db.backends.postgresql":
         options.setdefault("application_name", "weftboard")
+        # Lets two test runs share one server without dropping each other's database.
+        if test_name := os.environ.get("WEFTBOARD_TEST_DB_NAME", "").strip():
+            config["TEST"] = {"NAME": f"test_{test_name}"}
         config["ENGINE"] = "django_prometheus.db.backends.postgresql"
     return config
 

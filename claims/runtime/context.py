@@ -9,6 +9,7 @@ epoch, is not disposing, and is within the claim's local deadline.
 
 from __future__ import annotations
 
+import copy
 import json
 import math
 from collections.abc import Callable
@@ -99,18 +100,21 @@ class WorkflowContext:
             )
         if name in self._steps_seen:
             raise DuplicateStepError(self.workflow_id, name)
-        self._steps_seen.add(name)
         recorded = self._records("steps").get(name)
         if isinstance(recorded, dict) and "result" in recorded:
-            return recorded["result"]
+            self._steps_seen.add(name)
+            # A copy: workflow code that edits what it got must not edit the checkpoint.
+            return copy.deepcopy(recorded["result"])
         self._check_may_start_side_effect(name)
+        # A step that raised has no result: workflow code may catch that and retry the name.
         result = json_value(fn(*args), what=f"the result of step {name!r}")
         now = self._clock()
         record = {"result": result, "epoch": self.epoch, "engine_id": self.engine_id, "at_ms": now}
         state = {**self._state, "steps": {**self._records("steps"), name: record}}
         state.pop("park", None)  # a step after a sleep means the sleep is over
         self._commit(state, now)
-        return result
+        self._steps_seen.add(name)
+        return copy.deepcopy(result)
 
     def sleep(self, seconds: float) -> None:
         """Park the workflow for ``seconds``; a later drive continues after the wake time.

@@ -159,8 +159,6 @@ class WorkflowDriver:
         key = "result" if status == WorkflowStatus.COMPLETED else "error"
         state = {**ctx.state, key: value}
         state.pop("park", None)
-        if status == WorkflowStatus.FAILED:
-            logger.info("workflow %s failed: %s", ctx.workflow_id, value)
 
         def write() -> None:
             ctx.check_epoch_unchanged()
@@ -173,7 +171,10 @@ class WorkflowDriver:
         except EngineDeposedError:
             self._note_deposed(ctx)
             return "deposed"
-        return "completed" if status == WorkflowStatus.COMPLETED else "failed"
+        if status == WorkflowStatus.COMPLETED:
+            return "completed"
+        logger.info("workflow %s failed: %s", ctx.workflow_id, value)
+        return "failed"
 
     def _note_deposed(self, ctx: WorkflowContext) -> None:
         with self._lock:

@@ -45,8 +45,8 @@ class WorkflowCodeError(Exception):
 class DuplicateStepError(WorkflowCodeError, ValueError):
     def __init__(self, workflow_id: str, step: str) -> None:
         super().__init__(
-            f"workflow {workflow_id!r} ran step {step!r} twice in one drive: step names are "
-            "checkpoint keys and must be unique within a workflow"
+            f"workflow {workflow_id!r} ran step {step!r} twice: step names are checkpoint "
+            "keys and must be unique within a workflow"
         )
         self.workflow_id = workflow_id
         self.step = step

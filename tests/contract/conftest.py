@@ -118,7 +118,7 @@ class MemoryWorkflows:
 
 
 class OrmWorkflows:
-    """The same, on ``Workflow`` / ``WorkflowVisibility`` / ``ReclaimCursor`` / ``PendingRedrive``."""
+    """The same on the ORM: Workflow, WorkflowVisibility, ReclaimCursor, PendingRedrive."""
 
     def __init__(self, store: Any) -> None:
         self.store = store
@@ -212,7 +212,9 @@ class OrmWorkflows:
         rows = PendingRedrive.objects.values_list(
             "engine_id", "workflow_id", "epoch", "attempts", "last_error"
         )
-        return {(engine, wf): (epoch, attempts, error) for engine, wf, epoch, attempts, error in rows}
+        return {
+            (engine, wf): (epoch, attempts, error) for engine, wf, epoch, attempts, error in rows
+        }
 
 
 @pytest.fixture

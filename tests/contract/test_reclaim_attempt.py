@@ -1,4 +1,4 @@
-"""ReclaimTarget.attempt(wf) for workflows this engine does not hold (DESIGN §4 "Reclaim attempt")."""
+"""ReclaimTarget.attempt(wf) for workflows this engine does not hold (DESIGN §4)."""
 
 from __future__ import annotations
 
@@ -143,7 +143,7 @@ def test_attempt_takes_over_an_expired_foreign_claim_and_drives_it(
     arrange.put_row("wf", epoch=6, holder=Holder("b", 6, EXPIRY, T0))
     clock.set(EXPIRY + GRACE_MS + 1)
     now = clock()
-    driven = []
+    driven: list[str] = []
     a = registry("a")
 
     status = reclaim_target(a, on_reclaimed=driven.append).attempt("wf")
@@ -170,7 +170,7 @@ def test_attempt_of_a_live_foreign_claim_is_not_eligible(
     registry("b").acquire("wf")
     clock.set(EXPIRY + GRACE_MS)
     before = arrange.read("wf")
-    driven = []
+    driven: list[str] = []
     a = registry("a")
 
     assert reclaim_target(a, on_reclaimed=driven.append).attempt("wf") == "not-eligible"
@@ -192,14 +192,16 @@ def test_attempt_acquires_a_running_workflow_nobody_holds(
     if arranged == "released row":
         arrange.put_row("wf", epoch=4, holder=None)
         expected_epoch = 5
-    driven = []
+    driven: list[str] = []
     a = registry("a")
 
     status = reclaim_target(a, on_reclaimed=driven.append).attempt("wf")
 
     assert status == "reclaimed"
     assert driven == ["wf"]
-    assert arrange.read("wf") == ClaimRow("wf", expected_epoch, Holder("a", expected_epoch, EXPIRY, T0))
+    assert arrange.read("wf") == ClaimRow(
+        "wf", expected_epoch, Holder("a", expected_epoch, EXPIRY, T0)
+    )
     assert attempts(a)["acquired"] == 1
     assert attempts(a)["takeover"] == 0
 
@@ -212,7 +214,7 @@ def test_attempt_of_an_unheld_workflow_that_is_not_running_is_not_eligible(
     if status != "missing":
         workflows.put("wf", status=status)
     counting = CountingStore(store)
-    driven = []
+    driven: list[str] = []
     a = registry("a", on=counting)
 
     assert reclaim_target(a, on=counting, on_reclaimed=driven.append).attempt("wf") == (
@@ -233,7 +235,7 @@ def test_attempt_retries_a_lost_race_five_times_then_answers_lost_race(
     """A takeover that keeps losing is retried exactly 5 times, each counted, then lost-race."""
     workflows.put("wf")
     losing = AlwaysLosingStore(store)
-    driven = []
+    driven: list[str] = []
     a = registry("a", on=losing)
 
     status = reclaim_target(a, on=losing, on_reclaimed=driven.append).attempt("wf")
@@ -300,7 +302,7 @@ def test_grant_of_a_workflow_that_stopped_running_is_released_and_not_driven(
     if path == "takeover":
         stall_and_lapse(registry, clock)
     epoch = 2 if path == "takeover" else 1
-    driven = []
+    driven: list[str] = []
     grant_store = AfterGrantStore(store, lambda: workflows.set_status("wf", "completed"))
     a = registry("a", on=grant_store)
 
@@ -324,7 +326,7 @@ def test_grant_landing_after_disposal_began_is_released_at_once_and_never_driven
     if path == "takeover":
         stall_and_lapse(registry, clock)
     epoch = 2 if path == "takeover" else 1
-    driven = []
+    driven: list[str] = []
     holder: dict[str, Any] = {}
     grant_store = AfterGrantStore(store, lambda: holder["target"].mark_disposing())
     a = registry("a", on=grant_store)

@@ -68,9 +68,9 @@ def arrange_mixed_candidates(arrange, workflows) -> None:
 def test_pass_reports_outcomes_in_candidate_order_and_counts_reclaimed(
     registry, arrange, workflows, reclaim_target
 ):
-    """Outcomes are (id, status) in candidate order; a raising drive is "error" and stops nothing."""
+    """Outcomes are (id, status) in candidate order; a raising drive is "error", stops nothing."""
     arrange_mixed_candidates(arrange, workflows)
-    driven = []
+    driven: list[str] = []
 
     def drive(workflow_id):
         driven.append(workflow_id)
@@ -81,7 +81,12 @@ def test_pass_reports_outcomes_in_candidate_order_and_counts_reclaimed(
     target = reclaim_target(a, on_reclaimed=drive, is_type_registered=lambda t: t == "order")
     discovered: list[str] = []
     discover = target.list_candidates
-    target.list_candidates = lambda: discovered.extend(discover()) or list(discovered)
+
+    def list_candidates() -> list[str]:
+        discovered.extend(discover())
+        return list(discovered)
+
+    target.list_candidates = list_candidates
 
     result = run_reclaim_pass(target, executor=InlineExecutor())
 
@@ -159,7 +164,7 @@ def test_pass_reports_discovery_failed_when_discovery_raises(
     arrange.put_row("z-stale", epoch=1, holder=LAPSED)
     workflows.put("x-indexed", indexed=True)
     broken = RaisingDiscoveryStore(store)
-    driven = []
+    driven: list[str] = []
     a = registry("a", on=broken)
 
     result = run_reclaim_pass(
@@ -276,11 +281,10 @@ def test_pass_attempts_forty_candidates_on_the_default_pool(
         put_row(workflow_id, epoch=1, holder=LAPSED)
     for workflow_id in scanned:
         put_workflow(workflow_id, indexed=False)
-    registry = ClaimRegistry(
-        store, engine_id="a", clock=clock, timing=timing, metrics=ClaimMetrics()
-    )
+    metrics = ClaimMetrics()
+    registry = ClaimRegistry(store, engine_id="a", clock=clock, timing=timing, metrics=metrics)
     driven: list[str] = []
-    target = ReclaimTarget(registry, store, metrics=registry.metrics, on_reclaimed=driven.append)
+    target = ReclaimTarget(registry, store, metrics=metrics, on_reclaimed=driven.append)
 
     result = run_reclaim_pass(target)
 
@@ -289,8 +293,8 @@ def test_pass_attempts_forty_candidates_on_the_default_pool(
     assert {status for _, status in result.outcomes} == {"reclaimed"}
     assert result.reclaimed_count == 40
     assert sorted(driven) == sorted([*stale, *scanned])
-    assert registry.metrics.snapshot()["attempts"]["takeover"] == 20
-    assert registry.metrics.snapshot()["attempts"]["acquired"] == 20
+    assert metrics.snapshot()["attempts"]["takeover"] == 20
+    assert metrics.snapshot()["attempts"]["acquired"] == 20
 
 
 def test_default_pool_leaves_no_database_connection_open(

@@ -49,7 +49,7 @@ def failed_takeover(registry, arrange, workflows, reclaim_target, clock, *, on=N
 def test_drive_that_raises_keeps_the_claim_records_the_redrive_and_propagates(
     registry, arrange, workflows, reclaim_target, clock
 ):
-    """A raising drive keeps the claim, records {wf: epoch} in memory and in the store, re-raises."""
+    """A raising drive keeps the claim, records {wf: epoch} in memory and store, and re-raises."""
     grant_at = EXPIRY + GRACE_MS + 1
 
     a, target, runtime = failed_takeover(registry, arrange, workflows, reclaim_target, clock)
@@ -58,7 +58,9 @@ def test_drive_that_raises_keeps_the_claim_records_the_redrive_and_propagates(
     assert a.current_epoch("wf") == 3
     assert arrange.read("wf") == ClaimRow("wf", 3, Holder("a", 3, grant_at + TTL_MS, grant_at))
     assert target.pending_redrives == {"wf": 3}
-    assert workflows.pending_redrives() == {("a", "wf"): (3, 1, "RuntimeError: runtime down for wf")}
+    assert workflows.pending_redrives() == {
+        ("a", "wf"): (3, 1, "RuntimeError: runtime down for wf")
+    }
     assert [kind for kind, *_ in arrange.events("wf")] == ["takeover"]
 
 
@@ -127,7 +129,7 @@ def test_held_claim_without_pending_redrive_is_driven_in_place(
     a = registry("a", on=counting)
     a.acquire("wf")
     counting.calls.clear()
-    driven = []
+    driven: list[str] = []
 
     assert reclaim_target(a, on=counting, on_reclaimed=driven.append).attempt("wf") == "reclaimed"
     assert driven == ["wf"]

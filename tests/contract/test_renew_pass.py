@@ -69,7 +69,7 @@ def test_renew_pass_with_nothing_held_is_empty_and_sets_the_gauge_to_zero(regist
 
 def test_foreign_takeover_fails_that_claim_only_and_deposes_it(registry, arrange, clock):
     """A claim taken over by another engine is "failed" and lost; the others still renew."""
-    lost = []
+    lost: list[str] = []
     a = registry("a", on_claim_lost=lost.append)
     for workflow_id in ("wf-x", "wf-y", "wf-z"):
         a.acquire(workflow_id)
@@ -225,7 +225,9 @@ def test_renew_pass_issues_one_statement_per_chunk(
             result = run_renew_pass(a, a.metrics)
             renewed = result.renewed_count
         else:
-            renewed = sum(r is not None and r.status == "renewed" for _, r in a.renew_all(chunk_size=chunk))
+            renewed = sum(
+                r is not None and r.status == "renewed" for _, r in a.renew_all(chunk_size=chunk)
+            )
 
     assert renewed == held
     assert WorkflowClaim.objects.filter(holder_expires_at_ms=now + TTL_MS).count() == held

@@ -57,15 +57,6 @@ def in_thread(target: Callable[[], Any], results: dict[str, Any], name: str) -> 
     return thread
 
 
-@pytest.mark.xfail(
-    connection.vendor == "postgresql",
-    strict=True,
-    reason=(
-        "claims.services._terminal_transition locks the workflow row, then the claim row; "
-        "a fenced write locks the claim row, then writes the workflow row: PostgreSQL "
-        "detects the deadlock and aborts one of them"
-    ),
-)
 @pytest.mark.django_db(transaction=True)
 def test_cancel_during_a_checkpoint_waits_for_it_then_deposes_the_drive():
     clock = FakeClock(START_MS)

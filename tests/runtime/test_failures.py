@@ -71,6 +71,16 @@ def test_repeated_step_name_fails_the_workflow_and_names_the_step(engine, start)
     assert workflow_row(wf).state["steps"]["charge"]["result"] == 1
 
 
+def test_step_that_raised_may_be_retried_under_its_name(engine, start):
+    a = engine("a")
+    wf = start("test-retrying", engine=a)
+
+    assert a.drive(wf) == "completed"
+
+    assert workflow_row(wf).state["result"] == 2
+    assert recorded_steps(wf) == {"flaky": (1, "a")}
+
+
 @pytest.mark.parametrize(
     ("workflow_type", "error_type", "words"),
     [

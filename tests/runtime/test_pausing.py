@@ -8,7 +8,7 @@ from claims.models import WorkflowVisibility
 from claims.services import workflow_cancel
 
 from .conftest import TTL_MS, claim_row, ledger, recorded_steps, workflow_row
-from .workflows import during_step
+from .workflows import after_step, during_step
 
 
 def test_drive_past_the_local_deadline_pauses_without_running_the_step(engine, start, clock):
@@ -65,6 +65,20 @@ def test_disposal_lets_the_running_step_checkpoint_and_a_successor_resumes(engin
     assert b.registry.acquire(wf).epoch == 2
     assert b.drive(wf) == "completed"
     assert ledger(wf) == {"step-1": [(1, "a")], "step-2": [(2, "b")], "step-3": [(2, "b")]}
+
+
+def test_workflow_code_catching_exception_does_not_catch_a_pause(engine, start):
+    """``except Exception`` around a step does not swallow the stop of the drive."""
+    a = engine("a")
+    wf = start("test-swallowing", engine=a)
+    after_step(wf, "step-1", lambda ctx: a.disposing.set())
+
+    assert a.drive(wf) == "paused"
+
+    assert ledger(wf) == {"step-1": [(1, "a")]}
+    row = workflow_row(wf)
+    assert row.status == "running"
+    assert "result" not in row.state
 
 
 def test_cancel_during_a_step_deposes_the_drive_and_the_workflow_stays_cancelled(

@@ -83,6 +83,23 @@ def test_json_shapes_read_back_the_same_on_first_run_and_on_replay(engine, start
     assert workflow_row(wf).state["result"] == {"pair": [1, 2], "keyed": {"1": "one"}}
 
 
+def test_editing_a_step_result_never_edits_its_checkpoint(engine, start, clock):
+    a = engine("a")
+    wf = start("test-mutating", engine=a)
+    assert a.drive(wf) == "parked"
+    clock.advance(1_000)
+
+    assert a.drive(wf) == "completed"
+
+    state = workflow_row(wf).state
+    assert state["steps"]["first"]["result"] == {"items": [1]}
+    assert state["steps"]["second"]["result"] == {"items": [2]}
+    assert state["result"] == {
+        "first": {"items": [1, "edited"]},
+        "second": {"items": [2, "edited"]},
+    }
+
+
 def test_due_for_drive_is_one_query_and_keeps_the_order_given(
     engine, start, clock, django_assert_num_queries
 ):

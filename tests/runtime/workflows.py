@@ -53,10 +53,16 @@ def hooked_ledger(ctx: WorkflowContext) -> dict[str, Any]:
 
 @workflow("test-swallowing")
 def swallowing(ctx: WorkflowContext) -> str:
-    """Catches every Exception around its steps and returns as if all went well."""
+    """Catches every Exception around its steps and returns as if all went well.
+
+    Stops of the drive (pause, park) are BaseExceptions, so ``except Exception``
+    does not catch them; a deposition (EngineDeposedError) it does catch."""
     for step in HOOKED_STEPS:
         with contextlib.suppress(Exception):
             ctx.step(step, _hooked_step, ctx, step)
+        hook = HOOKS.pop((ctx.workflow_id, f"after-{step}"), None)
+        if hook is not None:
+            hook(ctx)
     return "looks fine"
 
 
@@ -105,3 +111,34 @@ def shapes(ctx: WorkflowContext) -> Any:
     keyed = ctx.step("keyed", lambda: {1: "one"})
     ctx.sleep(1)
     return {"pair": pair, "keyed": keyed}
+
+
+@workflow("test-mutating")
+def mutating(ctx: WorkflowContext) -> Any:
+    """Edits what its steps returned, on the first run and on the replay after the park."""
+    first = ctx.step("first", lambda: {"items": [1]})
+    first["items"].append("edited")
+    ctx.sleep(1)
+    second = ctx.step("second", lambda: {"items": [2]})
+    second["items"].append("edited")
+    return {"first": first, "second": second}
+
+
+class FlakyError(Exception):
+    pass
+
+
+@workflow("test-retrying")
+def retrying(ctx: WorkflowContext) -> Any:
+    """Retries a step that raised under the same name: it has no result yet."""
+    attempts: list[int] = []
+
+    def flaky() -> int:
+        attempts.append(1)
+        if len(attempts) == 1:
+            raise FlakyError("first attempt fails")
+        return len(attempts)
+
+    with contextlib.suppress(FlakyError):
+        ctx.step("flaky", flaky)
+    return ctx.step("flaky", flaky)

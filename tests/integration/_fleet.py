@@ -1,0 +1,277 @@
+"""Real engine processes for the integration tests: Celery workers and beat on a real broker.
+
+Every process gets the test database's URL, a Redis database of its own (flushed
+first) and claim timing short enough for tests (TTL 3 s, renew interval 1 s).
+Its output goes to a log file, whose tail a failing test shows.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import time
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import IO, Any, TypeVar
+from urllib.parse import quote, urlsplit, urlunsplit
+
+from claims.models import Engine, EngineStatus
+
+T = TypeVar("T")
+
+REPO = Path(__file__).resolve().parents[2]
+VENV_BIN = REPO / ".venv" / "bin"
+
+TTL_MS = 3_000
+RENEW_INTERVAL_MS = 1_000
+# A holder is expired once expires_at + 2 x renew interval < now (DESIGN §3).
+GRACE_MS = 2 * RENEW_INTERVAL_MS
+
+# The engines' broker: a Redis database of their own, flushed before each test, so no tick
+# or task of an earlier test (or of anything else using the configured database) leaks in.
+ENGINE_BROKER_DB = 13
+FALLBACK_REDIS_URL = "redis://127.0.0.1:6379/15"
+
+ENGINE_BOOT_TIMEOUT_S = 60
+STOP_TIMEOUT_S = 20
+
+
+def configured_redis_url() -> str:
+    """CELERY_BROKER_URL when it is Redis, else the local default."""
+    url = os.environ.get("CELERY_BROKER_URL", "").strip()
+    return url if url.startswith(("redis://", "rediss://")) else FALLBACK_REDIS_URL
+
+
+def redis_reachable(url: str) -> tuple[bool, str]:
+    import redis
+
+    client = redis.Redis.from_url(url, socket_connect_timeout=2, socket_timeout=2)
+    try:
+        client.ping()
+    except Exception as error:
+        return False, f"no answer to PING at {url}: {error}"
+    finally:
+        client.close()
+    return True, ""
+
+
+def engine_broker_url(redis_url: str) -> str:
+    """The same Redis server (and credentials), on the engines' own database number."""
+    parts = urlsplit(redis_url)
+    return urlunsplit((parts.scheme, parts.netloc, f"/{ENGINE_BROKER_DB}", "", ""))
+
+
+def redis_flush(url: str) -> None:
+    import redis
+
+    client = redis.Redis.from_url(url, socket_connect_timeout=2, socket_timeout=5)
+    try:
+        client.flushdb()
+    finally:
+        client.close()
+
+
+def database_url(settings_dict: dict[str, Any]) -> str:
+    """The URL of the database this test runs on (the test database, not the configured one)."""
+    user = quote(settings_dict.get("USER") or "", safe="")
+    password = quote(settings_dict.get("PASSWORD") or "", safe="")
+    credentials = f"{user}:{password}@" if password else (f"{user}@" if user else "")
+    host = settings_dict.get("HOST") or "localhost"
+    port = f":{settings_dict['PORT']}" if settings_dict.get("PORT") else ""
+    return f"postgres://{credentials}{host}{port}/{quote(settings_dict['NAME'], safe='')}"
+
+
+def wait_until(
+    probe: Callable[[], T | None],
+    *,
+    timeout_s: float,
+    what: str,
+    interval_s: float = 0.1,
+    check: Callable[[], None] | None = None,
+) -> T:
+    """Poll ``probe`` until it returns something truthy; fail naming ``what`` after the timeout.
+
+    ``check`` runs before each probe (e.g. "no engine died") and may raise to stop early.
+    """
+    deadline = time.monotonic() + timeout_s
+    while True:
+        if check is not None:
+            check()
+        value = probe()
+        if value:
+            return value
+        if time.monotonic() >= deadline:
+            raise AssertionError(f"timed out after {timeout_s:.0f}s waiting for {what}")
+        time.sleep(interval_s)
+
+
+class Process:
+    """One child process with its output in a log file."""
+
+    def __init__(self, name: str, argv: list[str], env: dict[str, str], log_path: Path) -> None:
+        self.name = name
+        self.log_path = log_path
+        self._log: IO[bytes] = log_path.open("wb")
+        self.popen = subprocess.Popen(
+            argv,
+            cwd=REPO,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+        )
+        self.expected_exit = False
+        self._terminated = False
+
+    @property
+    def pid(self) -> int:
+        return self.popen.pid
+
+    def alive(self) -> bool:
+        return self.popen.poll() is None
+
+    def send(self, sig: signal.Signals) -> None:
+        if sig in (signal.SIGKILL, signal.SIGTERM, signal.SIGINT):
+            self.expected_exit = self._terminated = True
+        if self.alive():
+            os.kill(self.pid, sig)
+
+    def wait(self, timeout_s: float) -> int:
+        return self.popen.wait(timeout=timeout_s)
+
+    def log_text(self) -> str:
+        self._log.flush()
+        return self.log_path.read_text(errors="replace")
+
+    def tail(self, lines: int = 80) -> str:
+        return "\n".join(self.log_text().splitlines()[-lines:])
+
+    def terminate(self) -> None:
+        """SIGCONT (it may be stopped) and SIGTERM, once."""
+        if self.alive() and not self._terminated:
+            self._terminated = self.expected_exit = True
+            os.kill(self.pid, signal.SIGCONT)
+            os.kill(self.pid, signal.SIGTERM)
+
+    def close(self) -> None:
+        """Stop the process if it still runs: SIGTERM, then SIGKILL after a while."""
+        if self.alive():
+            self.terminate()
+            try:
+                self.popen.wait(timeout=STOP_TIMEOUT_S)
+            except subprocess.TimeoutExpired:
+                self.popen.kill()
+                self.popen.wait()
+        self._log.close()
+
+
+class Fleet:
+    """Engines and a beat sharing the test database and a dedicated Redis broker."""
+
+    def __init__(self, workdir: Path, *, database_url: str, broker_url: str) -> None:
+        self.workdir = workdir
+        self.database_url = database_url
+        self.broker_url = broker_url
+        self.processes: list[Process] = []
+        self.hostname = socket.gethostname()
+
+    def env(self) -> dict[str, str]:
+        env = dict(os.environ)
+        env.update(
+            DATABASE_URL=self.database_url,
+            CELERY_BROKER_URL=self.broker_url,
+            WEFT_CLAIM_TTL=f"{TTL_MS}ms",
+            WEFT_CLAIM_RENEW_INTERVAL=f"{RENEW_INTERVAL_MS}ms",
+            WEFTBOARD_SECRET_KEY="x",
+            WEFTBOARD_DEMO_RATE="0",
+            PYTHONUNBUFFERED="1",
+        )
+        return env
+
+    def _start(self, name: str, argv: list[str]) -> Process:
+        process = Process(name, argv, self.env(), self.workdir / f"{name}.log")
+        self.processes.append(process)
+        return process
+
+    def start_engine(self, name: str, *, pool: str = "threads") -> Process:
+        return self._start(
+            name,
+            [
+                str(VENV_BIN / "celery"),
+                "-A",
+                "weftboard",
+                "worker",
+                "--pool",
+                pool,
+                "--concurrency",
+                "4",
+                "--hostname",
+                f"{name}@%h",
+                "--without-gossip",
+                "--without-mingle",
+                "--loglevel",
+                "INFO",
+            ],
+        )
+
+    def start_beat(self) -> Process:
+        return self._start(
+            "beat",
+            [
+                str(VENV_BIN / "celery"),
+                "-A",
+                "weftboard",
+                "beat",
+                "--schedule",
+                str(self.workdir / "beat-schedule"),
+                "--loglevel",
+                "INFO",
+            ],
+        )
+
+    def check_alive(self) -> None:
+        """Fail at once when a process died that the test did not stop."""
+        for process in self.processes:
+            if not process.expected_exit and not process.alive():
+                raise AssertionError(
+                    f"{process.name} exited with {process.popen.returncode}:\n{process.tail()}"
+                )
+
+    def engine_row(self, process: Process) -> Engine | None:
+        return Engine.objects.filter(pid=process.pid, hostname=self.hostname).first()
+
+    def wait_registered(
+        self, engines: Iterable[Process], timeout_s: float = ENGINE_BOOT_TIMEOUT_S
+    ) -> dict[str, Engine]:
+        """Each engine's active Engine row (found by pid), by process name."""
+        wanted = list(engines)
+
+        def probe() -> dict[str, Engine] | None:
+            rows = {p.name: self.engine_row(p) for p in wanted}
+            if all(row is not None and row.status == EngineStatus.ACTIVE for row in rows.values()):
+                return {name: row for name, row in rows.items() if row is not None}
+            return None
+
+        return wait_until(
+            probe,
+            timeout_s=timeout_s,
+            what=f"engines {[p.name for p in wanted]} to register",
+            interval_s=0.2,
+            check=self.check_alive,
+        )
+
+    def report(self) -> str:
+        return "\n\n".join(
+            f"----- {p.name} (pid {p.pid}, exit {p.popen.returncode}) {p.log_path} -----\n"
+            f"{p.tail()}"
+            for p in self.processes
+        )
+
+    def close(self) -> None:
+        # All at once, so the engines dispose in parallel; then wait for each.
+        for process in self.processes:
+            process.terminate()
+        for process in self.processes:
+            process.close()

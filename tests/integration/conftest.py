@@ -1,0 +1,63 @@
+"""Fixtures for the multi-process engine tests: services, the fleet, and logs on failure."""
+
+from __future__ import annotations
+
+from collections.abc import Generator, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.db import connection
+
+from tests.conftest import require_service
+
+from ._fleet import (
+    Fleet,
+    configured_redis_url,
+    database_url,
+    engine_broker_url,
+    redis_flush,
+    redis_reachable,
+)
+
+
+@pytest.fixture
+def engine_services() -> None:
+    """A reachable Redis, and PostgreSQL as the test database (engines are other processes)."""
+    url = configured_redis_url()
+    reachable, reason = redis_reachable(url)
+    require_service("Redis", reachable, reason)
+    if connection.vendor == "sqlite":
+        # Not a missing service: CI runs the whole suite once on SQLite on purpose.
+        pytest.skip("engine integration tests run on PostgreSQL")
+    require_service(
+        "PostgreSQL",
+        connection.vendor == "postgresql",
+        f"the test database is {connection.vendor}; set DATABASE_URL=postgres://...",
+    )
+
+
+@pytest.fixture
+def fleet(engine_services: None, transactional_db: None, tmp_path: Path) -> Iterator[Fleet]:
+    """Engines are other processes, so test data must commit (transactional_db); the fleet
+    is torn down before the database is flushed."""
+    broker = engine_broker_url(configured_redis_url())
+    redis_flush(broker)
+    running = Fleet(
+        tmp_path, database_url=database_url(connection.settings_dict), broker_url=broker
+    )
+    try:
+        yield running
+    finally:
+        running.close()
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[Any]) -> Generator[Any]:
+    """A failing fleet test shows the tail of every process log."""
+    outcome = yield
+    report = outcome.get_result()
+    funcargs = getattr(item, "funcargs", {})
+    running = funcargs.get("fleet")
+    if report.failed and report.when == "call" and isinstance(running, Fleet):
+        report.sections.append(("engine logs", running.report()))
