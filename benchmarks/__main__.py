@@ -60,6 +60,19 @@ def run_both(argv: list[str]) -> int:
     return status
 
 
+def git_commit() -> str:
+    try:
+        head = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain"], cwd=ROOT, capture_output=True, text=True
+        ).stdout.strip()
+    except OSError:
+        return "unknown"
+    return f"{head}{' (uncommitted changes)' if dirty else ''}" if head else "unknown"
+
+
 def load_average() -> str:
     try:
         return " ".join(f"{load:.2f}" for load in os.getloadavg())
@@ -126,6 +139,7 @@ def run_one(args: argparse.Namespace) -> int:
                 "load_after": load_average(),
                 "python": platform.python_version(),
             },
+            "commit": git_commit(),
             "elapsed_s": round(elapsed, 1),
             "targets": [target.as_json() for target in targets],
         }

@@ -253,7 +253,8 @@ def run(*, binding: bool) -> tuple[dict[str, Any], Section, list[Target]]:
     raw_name = "psycopg" if connection.vendor == "postgresql" else "sqlite3"
     section = Section(
         f"SINGLE-CLAIM CALLS  median per op over {OPS:,} ops each after {WARMUP} warm-up "
-        f"(raw = one conditional UPDATE via {raw_name}, autocommit)",
+        f"(raw = one conditional UPDATE via {raw_name}, autocommit"
+        + (", auto-prepared after 5 uses)" if raw_name == "psycopg" else ")"),
         ("", "raw us", "store us", "store/raw", "target", "API us", "API/raw", "API p99 us"),
     )
     targets: list[Target] = []

@@ -406,8 +406,9 @@ def run(*, binding: bool) -> tuple[dict[str, Any], Section, list[Target]]:
         "per rotation)"
     )
     section.notes.append(
-        "takeovers are one CAS per candidate (ReclaimTarget.attempt on a pool of "
-        f"{RECLAIM_POOL_SIZE}); no set-based takeover path exists yet. Statements per attempt: "
+        "takeovers are one CAS per candidate (ReclaimTarget.attempt), run as the engine runs "
+        f"them: on a long-lived pool of {RECLAIM_POOL_SIZE} threads with warm connections "
+        "(executor=); no set-based takeover path exists yet. Statements per attempt: "
         + ", ".join(f"{kind} {count}" for kind, count in per_attempt.items())
         + " (as Django logs them, BEGIN/COMMIT included)"
     )

@@ -147,6 +147,9 @@ LOGGING = {
 }
 
 # Durations like "30s" or "9999ms"; claims.conf validates them at startup.
+# Modules whose @workflow functions an engine registers at boot.
+WEFTBOARD_WORKFLOW_MODULES = env_list("WEFTBOARD_WORKFLOW_MODULES", default="claims.runtime.demo")
+
 WEFTBOARD_METRICS_TOKEN = os.environ.get("WEFTBOARD_METRICS_TOKEN", "").strip()
 
 WEFT_CLAIM_TTL = os.environ.get("WEFT_CLAIM_TTL", "30s")

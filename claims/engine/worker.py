@@ -68,7 +68,12 @@ def start_engine(sender: Any, **kwargs: Any) -> None:
             "worker with --pool threads or --pool solo (prefork would fork several processes "
             "that share one engine identity)"
         )
-    import claims.runtime.demo  # noqa: F401  (registers the demo workflow types)
+    from django.conf import settings
+
+    from claims.runtime.types import load_workflow_modules
+
+    types = load_workflow_modules(settings.WEFTBOARD_WORKFLOW_MODULES)
+    logger.info("engine runs workflow types: %s", ", ".join(types))
 
     try:
         timing = claim_timing()

@@ -67,13 +67,20 @@ def run_reclaim_pass(
             logger.exception("reclaim attempt of workflow %s failed", workflow_id)
             return "error"
 
+    def attempt_on_pool_thread(workflow_id: str) -> str:
+        try:
+            return attempt(workflow_id)
+        finally:
+            # These threads end with the pass: give back what the store opened on them.
+            target.store.close_thread_resources()
+
     if executor is not None:
         statuses = list(executor.map(attempt, candidates))
     elif len(candidates) <= 1:
         statuses = [attempt(workflow_id) for workflow_id in candidates]
     else:
         with ThreadPoolExecutor(min(RECLAIM_POOL_SIZE, len(candidates))) as pool:
-            statuses = list(pool.map(attempt, candidates))
+            statuses = list(pool.map(attempt_on_pool_thread, candidates))
     outcomes = list(zip(candidates, statuses, strict=True))
     reclaimed = sum(status == "reclaimed" for status in statuses)
     return ReclaimPassResult("completed", outcomes, reclaimed)

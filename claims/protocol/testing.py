@@ -215,6 +215,9 @@ class MemoryClaimStore:
         with self._lock:
             self.pending_redrives.pop((engine_id, workflow_id), None)
 
+    def close_thread_resources(self) -> None:
+        """Nothing is opened per thread in memory."""
+
     def _unheld(self, workflow_id: str) -> bool:
         row = self._rows.get(workflow_id)
         return row is None or row.holder is None

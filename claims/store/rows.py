@@ -173,6 +173,9 @@ class ClaimRowStore:
                 raise EngineDeposedError(workflow_id)
             return fn()
 
+    def close_thread_resources(self) -> None:
+        connection.close()
+
     def read_ownership_mode(self) -> tuple[str, int | None] | None:
         return (
             OwnershipModeMarker.objects.filter(id=1)

@@ -21,7 +21,7 @@ from .stores import (
 )
 
 
-@pytest.fixture(params=["memory", "orm"])
+@pytest.fixture(params=["memory", pytest.param("orm", marks=pytest.mark.django_db)])
 def store_kind(request: pytest.FixtureRequest) -> str:
     return request.param
 

@@ -79,20 +79,40 @@ def stall_and_lapse(registry, clock, workflow_id: str = "wf"):
 # -- no I/O, no CAS -------------------------------------------------------------------------
 
 
+@pytest.mark.parametrize("arranged", ["expired foreign holder", "type check", "held re-drive"])
 def test_attempt_while_disposing_is_not_eligible_without_any_store_call(
-    registry, store, arrange, workflows, reclaim_target, clock
+    registry, store, arrange, workflows, reclaim_target, clock, arranged
 ):
-    """A disposing target answers not-eligible and makes no store call at all."""
-    workflows.put("wf")
-    stall_and_lapse(registry, clock)
+    """A disposing target answers not-eligible and makes no store call at all, on every path."""
+    workflows.put("wf", workflow_type="order")
     counting = CountingStore(store)
     a = registry("a", on=counting)
-    target = reclaim_target(a, on=counting)
+    driven: list[str] = []
+    kwargs: dict[str, Any] = {"on_reclaimed": driven.append}
+    if arranged == "type check":
+        kwargs["is_type_registered"] = lambda t: t == "order"
+    if arranged == "held re-drive":
+
+        def drive(workflow_id: str) -> None:
+            driven.append(workflow_id)
+            raise RuntimeError("runtime down")
+
+        kwargs["on_reclaimed"] = drive
+    else:
+        stall_and_lapse(registry, clock)
+    target = reclaim_target(a, on=counting, **kwargs)
+    if arranged == "held re-drive":
+        with pytest.raises(RuntimeError):
+            target.attempt("wf")
+        driven.clear()
+    before = arrange.read("wf")
+    counting.calls.clear()
     target.mark_disposing()
 
     assert target.attempt("wf") == "not-eligible"
     assert counting.calls == []
-    assert arrange.read("wf").holder.engine_id == "b"
+    assert driven == []
+    assert arrange.read("wf") == before
 
 
 @pytest.mark.parametrize("arranged", ["expired foreign holder", "no claim"])
@@ -328,11 +348,13 @@ def test_grant_landing_after_disposal_began_is_released_at_once_and_never_driven
     epoch = 2 if path == "takeover" else 1
     driven: list[str] = []
     holder: dict[str, Any] = {}
-    grant_store = AfterGrantStore(store, lambda: holder["target"].mark_disposing())
-    a = registry("a", on=grant_store)
-    target = holder["target"] = reclaim_target(a, on=grant_store, on_reclaimed=driven.append)
+    counting = CountingStore(AfterGrantStore(store, lambda: holder["target"].mark_disposing()))
+    a = registry("a", on=counting)
+    target = holder["target"] = reclaim_target(a, on=counting, on_reclaimed=driven.append)
 
     assert target.attempt("wf") == "not-eligible"
+    grant = "cas_grant" if path == "takeover" else "cas_insert"
+    assert counting.calls[counting.calls.index(grant) + 1 :] == ["cas_release"]
     assert driven == []
     assert arrange.read("wf") == ClaimRow("wf", epoch, None)
     assert a.held_workflow_ids() == []

@@ -151,6 +151,35 @@ def test_renew_pass_without_metrics_still_renews(registry, arrange, clock):
     assert arrange.read("wf").holder == Holder("a", 1, now + TTL_MS, T0)
 
 
+ROW_CHANGES = {
+    "engine id": (1, Holder("b", 1, EXPIRY, T0)),
+    "expires at": (1, Holder("a", 1, EXPIRY + 1, T0)),
+    "claimed at": (1, Holder("a", 1, EXPIRY, T0 - 1)),
+    "holder epoch": (1, Holder("a", 2, EXPIRY, T0)),
+    "epoch column": (2, Holder("a", 1, EXPIRY, T0)),
+    "holder cleared": (1, None),
+}
+
+
+@pytest.mark.parametrize(("epoch", "holder"), ROW_CHANGES.values(), ids=ROW_CHANGES.keys())
+def test_renew_pass_loses_a_claim_whose_row_changed_in_any_column(
+    registry, arrange, clock, epoch, holder
+):
+    """The set-based renewal compares the epoch and all four holder columns of every claim."""
+    a = registry("a")
+    for workflow_id in ("wf-1", "wf-2"):
+        a.acquire(workflow_id)
+    arrange.put_row("wf-1", epoch=epoch, holder=holder)
+    now = clock.advance(RENEW_INTERVAL_MS)
+
+    result = run_renew_pass(a, a.metrics)
+
+    assert result == RenewPassResult([("wf-1", "failed"), ("wf-2", "renewed")], 1, 1)
+    assert arrange.read("wf-1") == ClaimRow("wf-1", epoch, holder)
+    assert arrange.read("wf-2").holder == Holder("a", 1, now + TTL_MS, T0)
+    assert a.held_workflow_ids() == ["wf-2"]
+
+
 # -- statement count on the ORM store -----------------------------------------------------------
 
 
@@ -238,23 +267,29 @@ def test_renew_pass_issues_one_statement_per_chunk(
 
 
 class GatedRenewStore:
-    """A memory store whose single-claim renewal waits at a gate; renew_many is recorded."""
+    """A memory store whose ``gated`` renewal method waits at a gate; every renewal is recorded."""
 
-    def __init__(self, inner: MemoryClaimStore) -> None:
+    def __init__(self, inner: MemoryClaimStore, gated: str = "cas_renew") -> None:
         self.inner = inner
+        self.gated = gated
         self.entered = threading.Event()
         self.gate = threading.Event()
         self.cas_renew_calls = 0
         self.renew_many_ids: list[list[str]] = []
 
+    def _pass_gate(self, method: str) -> None:
+        if method == self.gated:
+            self.entered.set()
+            assert self.gate.wait(10), "the test never opened the gate"
+
     def cas_renew(self, workflow_id: str, **kwargs: Any) -> bool:
         self.cas_renew_calls += 1
-        self.entered.set()
-        assert self.gate.wait(10), "the test never opened the gate"
+        self._pass_gate("cas_renew")
         return self.inner.cas_renew(workflow_id, **kwargs)
 
     def renew_many(self, held: Any, **kwargs: Any) -> set[str]:
         self.renew_many_ids.append([workflow_id for workflow_id, _ in held])
+        self._pass_gate("renew_many")
         return self.inner.renew_many(held, **kwargs)
 
     def __getattr__(self, name: str) -> Any:
@@ -313,3 +348,30 @@ def test_renew_pass_reports_a_shared_renewal_like_its_own(clock, timing):
     assert passed["result"] == RenewPassResult([("wf-1", "renewed"), ("wf-2", "renewed")], 2, 0)
     assert store.cas_renew_calls == 1
     assert metrics.snapshot()["active_claims"] == 2
+
+
+def test_single_renew_shares_the_renew_all_already_in_flight(clock, timing):
+    """A renew of an id that renew_all is renewing waits for it and returns the same result."""
+    store = GatedRenewStore(MemoryClaimStore(), gated="renew_many")
+    a = ClaimRegistry(store, engine_id="a", clock=clock, timing=timing, metrics=ClaimMetrics())
+    for workflow_id in ("wf-1", "wf-2"):
+        a.acquire(workflow_id)
+    everything: dict[str, Any] = {}
+    single: dict[str, Any] = {}
+    sweeping = threading.Thread(target=lambda: everything.update(results=a.renew_all()))
+    sweeping.start()
+    assert store.entered.wait(10)
+
+    renewing = threading.Thread(target=lambda: single.update(result=a.renew("wf-2")))
+    renewing.start()
+    renewing.join(0.2)
+    still_waiting = renewing.is_alive()
+    store.gate.set()
+    sweeping.join(10)
+    renewing.join(10)
+
+    assert still_waiting, "renew must wait for the renew_all in flight"
+    assert store.cas_renew_calls == 0
+    assert store.renew_many_ids == [["wf-1", "wf-2"]]
+    assert single["result"] is dict(everything["results"])["wf-2"]
+    assert single["result"].status == "renewed"
