@@ -9,6 +9,7 @@ each side effect ran, whatever happened to the engine that ran it.
 from __future__ import annotations
 
 import collections
+import json
 import signal
 import time
 from collections.abc import Iterator
@@ -149,7 +150,8 @@ def audited_versions(workflow_ids: list[str]) -> dict[str, list[tuple[str, dict[
             [workflow_ids],
         )
         for workflow_id, status, state in cursor.fetchall():
-            versions[workflow_id].append((status, state))
+            # Django's PostgreSQL backend leaves jsonb undecoded in raw queries.
+            versions[workflow_id].append((status, json.loads(state) if isinstance(state, str) else state))
     return versions
 
 
@@ -408,7 +410,7 @@ def test_sigstop_past_ttl_deposes_and_resumed_engine_writes_nothing_stale(
         time.sleep(0.2)
     taken_while_stopped = takeovers_of(held_at_stop)
     with connection.cursor() as cursor:  # DIAG
-        cursor.execute("select pid, state, wait_event_type, wait_event, left(query, 300) from pg_stat_activity where datname = current_database() and pid <> pg_backend_pid()")
+        cursor.execute("select pid, state, wait_event_type, wait_event, pg_blocking_pids(pid), left(query, 300) from pg_stat_activity where datname = current_database() and pid <> pg_backend_pid() and (state <> 'idle' or cardinality(pg_blocking_pids(pid)) > 0)")
         for row in cursor.fetchall():
             print("DIAG", row)
     print("DIAG B", Engine.objects.get(engine_id=b_id).pass_summary.get("reclaim"))
