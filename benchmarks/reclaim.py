@@ -8,6 +8,7 @@ import threading
 import time
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 from typing import Any
 
 from django.db import connection
@@ -295,7 +296,7 @@ def run(*, binding: bool) -> tuple[dict[str, Any], Section, list[Target]]:
         for _ in range(PASS_REPS):
             _strand(data)
             target, metrics = _target(clock)
-            elapsed, result = timed_ms(lambda: run_reclaim_pass(target, executor=pool))  # noqa: B023
+            elapsed, result = timed_ms(partial(run_reclaim_pass, target, executor=pool))
             found = target.last_discovery
             passes.append(
                 {

@@ -52,6 +52,28 @@ def refuse_to_start(message: str) -> None:
     raise SystemExit(1)
 
 
+def limit_idle_transactions(ttl_ms: int) -> None:
+    """Have PostgreSQL end this engine's session once it idles in a transaction for a TTL.
+
+    An engine stalled inside a transaction (SIGSTOP, a paused VM, swapping) keeps its row
+    locks; another engine's CAS on such a row waits for it, so that engine's reclaim pass
+    never ends and, single-flight, no later pass starts: nobody reclaims anything, the
+    stalled engine's expired claims included, until the stall ends. A healthy engine never
+    idles in a transaction (its transactions are a few statements), and after a TTL of
+    stall its claims are lapsing anyway; its rolled-back write is what the fence wants.
+    """
+    from django.db import connection
+    from django.db.backends.signals import connection_created
+
+    def on_connect(sender: Any, connection: Any, **kwargs: Any) -> None:
+        if connection.vendor == "postgresql":
+            with connection.cursor() as cursor:
+                cursor.execute(f"SET idle_in_transaction_session_timeout = {int(ttl_ms)}")
+
+    connection_created.connect(on_connect, weak=False, dispatch_uid="engine-idle-transactions")
+    connection.close()  # reconnect with the setting if this thread is already connected
+
+
 @worker_init.connect
 def start_engine(sender: Any, **kwargs: Any) -> None:
     global _engine
@@ -77,6 +99,7 @@ def start_engine(sender: Any, **kwargs: Any) -> None:
 
     try:
         timing = claim_timing()
+        limit_idle_transactions(timing.ttl_ms)
         clock = fleet_clock()
         ensure_ownership_mode(OrmClaimStore(), OWNERSHIP_MODE, clock)
     except ClaimError as error:

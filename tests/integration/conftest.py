@@ -52,12 +52,13 @@ def fleet(engine_services: None, transactional_db: None, tmp_path: Path) -> Iter
         running.close()
 
 
-@pytest.hookimpl(hookwrapper=True)
-def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[Any]) -> Generator[Any]:
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[Any]
+) -> Generator[None, pytest.TestReport, pytest.TestReport]:
     """A failing fleet test shows the tail of every process log."""
-    outcome = yield
-    report = outcome.get_result()
-    funcargs = getattr(item, "funcargs", {})
-    running = funcargs.get("fleet")
+    report = yield
+    running = getattr(item, "funcargs", {}).get("fleet")
     if report.failed and report.when == "call" and isinstance(running, Fleet):
         report.sections.append(("engine logs", running.report()))
+    return report
