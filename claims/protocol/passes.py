@@ -74,13 +74,27 @@ def run_reclaim_pass(
             # These threads end with the pass: give back what the store opened on them.
             target.store.close_thread_resources()
 
+    # Expired holders are taken over set-based first; what that leaves goes one by one.
+    try:
+        settled = target.attempt_batch(candidates)
+    except Exception:
+        logger.exception("set-based takeover failed; attempting candidates one by one")
+        settled = {}
+    for workflow_id, status in settled.items():
+        if isinstance(status, Exception):
+            logger.error("drive of workflow %s failed", workflow_id, exc_info=status)
+    rest = [workflow_id for workflow_id in candidates if workflow_id not in settled]
     if executor is not None:
-        statuses = list(executor.map(attempt, candidates))
-    elif len(candidates) <= 1:
-        statuses = [attempt(workflow_id) for workflow_id in candidates]
+        statuses = list(executor.map(attempt, rest))
+    elif len(rest) <= 1:
+        statuses = [attempt(workflow_id) for workflow_id in rest]
     else:
-        with ThreadPoolExecutor(min(RECLAIM_POOL_SIZE, len(candidates))) as pool:
-            statuses = list(pool.map(attempt_on_pool_thread, candidates))
-    outcomes = list(zip(candidates, statuses, strict=True))
+        with ThreadPoolExecutor(min(RECLAIM_POOL_SIZE, len(rest))) as pool:
+            statuses = list(pool.map(attempt_on_pool_thread, rest))
+    by_id: dict[str, str] = dict(zip(rest, statuses, strict=True))
+    for workflow_id, status in settled.items():
+        by_id[workflow_id] = "error" if isinstance(status, Exception) else status
+    outcomes = [(workflow_id, by_id[workflow_id]) for workflow_id in candidates]
+    statuses = [status for _, status in outcomes]
     reclaimed = sum(status == "reclaimed" for status in statuses)
     return ReclaimPassResult("completed", outcomes, reclaimed)

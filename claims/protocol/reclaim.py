@@ -112,6 +112,62 @@ class ReclaimTarget:
         )
         return list(candidates)
 
+    # -- many attempts at once ------------------------------------------------------
+
+    def attempt_batch(self, workflow_ids: list[str]) -> dict[str, AttemptStatus | Exception]:
+        """Take over expired and invalid holders set-based, as ``attempt`` would one by one.
+
+        Returns the ids it settled; the rest (held by me, pending re-drives, no
+        holder to take over, lost races) are left for ``attempt``, which retries.
+        A drive that raised is returned as its exception, its re-drive recorded.
+        """
+        if self._disposing:
+            return {}
+        pending = self.pending_redrives
+        held = set(self.registry.held_workflow_ids())
+        ids = [wf for wf in workflow_ids if wf not in held and wf not in pending]
+        settled: dict[str, AttemptStatus | Exception] = {}
+        if not ids:
+            return settled
+        if self._is_type_registered is not None:
+            infos = self.store.read_workflows(ids)
+            for wf in ids:
+                info = infos.get(wf)
+                if info is None or not self._is_type_registered(info.workflow_type):
+                    settled[wf] = "not-eligible"
+            ids = [wf for wf in ids if wf not in settled]
+        if self._disposing or not ids:
+            return settled
+        granted: dict[str, int] = {}
+        for wf, result in self.registry.takeover_many(ids).items():
+            if result.status == "acquired":
+                self._record("takeover")
+                assert result.epoch is not None
+                granted[wf] = result.epoch
+            elif result.status == "backoff-skipped":
+                self._record("backoff_skipped")
+                settled[wf] = "backoff-skipped"
+            elif result.status == "not-expired":
+                settled[wf] = "not-eligible"
+            elif result.status == "lost-race":
+                self._record("lost_race")
+        if not granted:
+            return settled
+        # Confirm, with one fresh read, that each is still running before driving it.
+        running = {} if self._disposing else self.store.read_workflows(list(granted))
+        for wf, epoch in granted.items():
+            info = running.get(wf)
+            if self._disposing or info is None or info.status != "running":
+                if self.registry.current_epoch(wf) == epoch:
+                    self.registry.release(wf, expected_epoch=epoch)
+                settled[wf] = "not-eligible"
+                continue
+            try:
+                settled[wf] = self._drive(wf, epoch)
+            except Exception as exc:
+                settled[wf] = exc
+        return settled
+
     # -- one attempt -----------------------------------------------------------------
 
     def attempt(self, workflow_id: str) -> AttemptStatus:

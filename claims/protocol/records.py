@@ -107,3 +107,14 @@ class ScanPage:
     candidates: list[str]
     scanned: int
     wrapped: bool
+
+
+@dataclass(frozen=True, slots=True)
+class GrantPlan:
+    """One takeover in a set-based grant: the row must still hold exactly what was observed."""
+
+    workflow_id: str
+    expected_epoch: int
+    expected_holder: Holder | None
+    holder: Holder
+    event: ClaimEventRecord | None

@@ -17,7 +17,15 @@ from typing import TypeVar
 from .clock import Clock
 from .errors import EngineDeposedError
 from .metrics import ClaimMetrics
-from .records import ClaimEventRecord, ClaimResult, ClaimRow, ClaimStatus, EventKind, Holder
+from .records import (
+    ClaimEventRecord,
+    ClaimResult,
+    ClaimRow,
+    ClaimStatus,
+    EventKind,
+    GrantPlan,
+    Holder,
+)
 from .store import ClaimStore
 from .timing import ClaimTiming, is_claim_expired
 
@@ -26,23 +34,23 @@ T = TypeVar("T")
 
 
 class _Flight:
-    """One in-flight renewal that concurrent callers for the same id share."""
+    """One in-flight renewal statement (of one id, or of a whole chunk of ids) that
+    concurrent callers for any of those ids wait on and share."""
 
     def __init__(self) -> None:
         self._done = threading.Event()
-        self._result: ClaimResult | None = None
+        self._results: dict[str, ClaimResult] = {}
         self._error: BaseException | None = None
 
-    def finish(self, result: ClaimResult | None, error: BaseException | None) -> None:
-        self._result, self._error = result, error
+    def finish(self, results: dict[str, ClaimResult], error: BaseException | None) -> None:
+        self._results, self._error = results, error
         self._done.set()
 
-    def wait(self) -> ClaimResult:
+    def wait(self, workflow_id: str) -> ClaimResult:
         self._done.wait()
         if self._error is not None:
             raise self._error
-        assert self._result is not None
-        return self._result
+        return self._results[workflow_id]
 
     def wait_quietly(self) -> None:
         self._done.wait()
@@ -161,6 +169,57 @@ class ClaimRegistry:
             return self._lost_race(workflow_id)
         return self._granted(workflow_id, holder, sent_at_ms=now)
 
+    def takeover_many(self, workflow_ids: list[str]) -> dict[str, ClaimResult]:
+        """``takeover`` for many ids: one read and one set-based grant for them all.
+
+        Same judgement, per id, as ``takeover``; a ``lost-race`` here carries no
+        ``held_by`` (no re-read), and a caller wanting one retries with ``takeover``.
+        """
+        now = self.clock()
+        results: dict[str, ClaimResult] = {}
+        waiting = [wf for wf in workflow_ids if not self.in_cooldown(wf, now)]
+        for workflow_id in set(workflow_ids) - set(waiting):
+            results[workflow_id] = ClaimResult("backoff-skipped", workflow_id)
+        rows = self.store.read_claims(waiting)
+        plans: list[GrantPlan] = []
+        for workflow_id in waiting:
+            row = rows.get(workflow_id)
+            if row is None or row.holder is None:
+                epoch = None if row is None else row.epoch
+                results[workflow_id] = ClaimResult("no-claim", workflow_id, epoch=epoch)
+                continue
+            observed = row.holder
+            if row.holder_is_valid():
+                assert observed.expires_at_ms is not None
+                if not is_claim_expired(observed.expires_at_ms, now, self.timing):
+                    results[workflow_id] = ClaimResult(
+                        "not-expired",
+                        workflow_id,
+                        epoch=row.epoch,
+                        held_by=observed.engine_id,
+                        expires_at_ms=observed.expires_at_ms,
+                    )
+                    continue
+            epoch = row.epoch + 1
+            plans.append(
+                GrantPlan(
+                    workflow_id,
+                    row.epoch,
+                    observed,
+                    self._new_holder(epoch, now),
+                    self._event(workflow_id, "takeover", row.epoch, epoch, now),
+                )
+            )
+        granted = self.store.grant_many(plans) if plans else set()
+        for plan in plans:
+            if plan.workflow_id in granted:
+                results[plan.workflow_id] = self._granted(
+                    plan.workflow_id, plan.holder, sent_at_ms=now
+                )
+            else:
+                results[plan.workflow_id] = ClaimResult("lost-race", plan.workflow_id)
+        return results
+
     def adopt(self, workflow_id: str, epoch: int) -> ClaimResult:
         """Cache a claim that an operator granted to this engine at ``epoch``."""
         row = self.store.read_claim(workflow_id)
@@ -204,13 +263,13 @@ class ClaimRegistry:
                     return ClaimResult("not-held", workflow_id)
                 flight = self._renewals[workflow_id] = _Flight()
         if joined is not None:
-            return joined.wait()
+            return joined.wait(workflow_id)
         assert held is not None
-        result: ClaimResult | None = None
+        results: dict[str, ClaimResult] = {}
         error: BaseException | None = None
         try:
-            result = self._renew_once(workflow_id, held)
-            return result
+            results[workflow_id] = self._renew_once(workflow_id, held)
+            return results[workflow_id]
         except BaseException as exc:
             error = exc
             raise
@@ -218,7 +277,7 @@ class ClaimRegistry:
             with self._lock:
                 if self._renewals.get(workflow_id) is flight:
                     del self._renewals[workflow_id]
-            flight.finish(result, error)
+            flight.finish(results, error)
 
     def renew_all(self, *, chunk_size: int = 5_000) -> list[tuple[str, ClaimResult | None]]:
         """Renew every held claim with one set-based statement per chunk.
@@ -228,68 +287,76 @@ class ClaimRegistry:
         The per-id rules of ``renew`` hold: an id being released is skipped, an
         id with a renewal in flight shares that renewal's result.
         """
-        mine: list[tuple[str, Holder, _Flight]] = []
+        chunks: list[tuple[_Flight, list[tuple[str, Holder]]]] = []
         joined: dict[str, _Flight] = {}
         with self._lock:
             order = [wf for wf in self._held if wf not in self._releasing]
+            mine: list[tuple[str, Holder]] = []
             for workflow_id in order:
-                flight = self._renewals.get(workflow_id)
-                if flight is not None:
-                    joined[workflow_id] = flight
-                    continue
-                flight = self._renewals[workflow_id] = _Flight()
-                mine.append((workflow_id, self._held[workflow_id], flight))
+                in_flight = self._renewals.get(workflow_id)
+                if in_flight is not None:
+                    joined[workflow_id] = in_flight
+                else:
+                    mine.append((workflow_id, self._held[workflow_id]))
+            for start in range(0, len(mine), chunk_size):
+                # One flight per chunk: a concurrent renew() of any id in it waits on it.
+                flight, chunk = _Flight(), mine[start : start + chunk_size]
+                for workflow_id, _ in chunk:
+                    self._renewals[workflow_id] = flight
+                chunks.append((flight, chunk))
         results: dict[str, ClaimResult | None] = {}
-        for start in range(0, len(mine), chunk_size):
-            results.update(self._renew_chunk(mine[start : start + chunk_size]))
-        for workflow_id, flight in joined.items():
+        for flight, chunk in chunks:
+            results.update(self._renew_chunk(flight, chunk))
+        for workflow_id, in_flight in joined.items():
             try:
-                results[workflow_id] = flight.wait()
+                results[workflow_id] = in_flight.wait(workflow_id)
             except Exception:
                 results[workflow_id] = None
         return [(workflow_id, results[workflow_id]) for workflow_id in order]
 
     def _renew_chunk(
-        self, chunk: list[tuple[str, Holder, _Flight]]
+        self, flight: _Flight, chunk: list[tuple[str, Holder]]
     ) -> dict[str, ClaimResult | None]:
         sent_at = self.clock()
         expires_at = sent_at + self.timing.ttl_ms
         error: Exception | None = None
         try:
-            renewed = self.store.renew_many(
-                [(workflow_id, held) for workflow_id, held, _ in chunk], expires_at_ms=expires_at
-            )
+            renewed = self.store.renew_many(chunk, expires_at_ms=expires_at)
         except Exception as exc:
             logger.exception("renewal of %d claims failed", len(chunk))
             error, renewed = exc, set()
         lost_at = self.clock()
-        results: dict[str, ClaimResult | None] = {}
+        results: dict[str, ClaimResult] = {}
         lost: list[tuple[str, Holder]] = []
         with self._lock:
-            for workflow_id, held, flight in chunk:
+            for workflow_id, held in chunk:
                 if self._renewals.get(workflow_id) is flight:
                     del self._renewals[workflow_id]
-                still_ours = self._held.get(workflow_id) is held
                 if error is not None:
-                    results[workflow_id] = None
-                elif workflow_id in renewed:
+                    continue
+                still_ours = self._held.get(workflow_id) is held
+                if workflow_id in renewed:
                     if still_ours:
-                        self._held[workflow_id] = replace(held, expires_at_ms=expires_at)
+                        # Built directly: dataclasses.replace costs too much per claim here.
+                        self._held[workflow_id] = Holder(
+                            held.engine_id, held.epoch, expires_at, held.claimed_at_ms
+                        )
                         self._deadline_ms[workflow_id] = expires_at
                     results[workflow_id] = ClaimResult(
-                        "renewed", workflow_id, epoch=held.epoch, expires_at_ms=expires_at
+                        "renewed", workflow_id, held.epoch, None, expires_at
                     )
                 else:
                     if still_ours:
                         self._forget(workflow_id)
                         self._cooldown_from_ms[workflow_id] = lost_at
                         lost.append((workflow_id, held))
-                    results[workflow_id] = ClaimResult("lost", workflow_id, epoch=held.epoch)
-        for workflow_id, _, flight in chunk:
-            flight.finish(results[workflow_id], error)
+                    results[workflow_id] = ClaimResult("lost", workflow_id, held.epoch)
+        flight.finish(results, error)
         for workflow_id, held in lost:
             self._report_lost(workflow_id, held, lost_at)
-        return results
+        if error is not None:
+            return dict.fromkeys((workflow_id for workflow_id, _ in chunk), None)
+        return dict(results)
 
     def _renew_once(self, workflow_id: str, held: Holder) -> ClaimResult:
         sent_at = self.clock()

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Protocol, TypeVar
 
-from .records import ClaimEventRecord, ClaimRow, Holder, ScanPage, WorkflowInfo
+from .records import ClaimEventRecord, ClaimRow, GrantPlan, Holder, ScanPage, WorkflowInfo
 
 T = TypeVar("T")
 
@@ -102,4 +102,15 @@ class ClaimStore(Protocol):
     def close_thread_resources(self) -> None:
         """Release what this thread opened (a database connection); called on threads
         that are about to end."""
+        ...
+
+    def read_claims(self, workflow_ids: Sequence[str]) -> dict[str, ClaimRow]:
+        """The rows of many ids at once; ids without a row are absent."""
+        ...
+
+    def read_workflows(self, workflow_ids: Sequence[str]) -> dict[str, WorkflowInfo]: ...
+
+    def grant_many(self, plans: Sequence[GrantPlan]) -> set[str]:
+        """Apply each plan like cas_grant, set-based; returns the ids granted. Rows that
+        another writer has locked are skipped (reported as not granted), never waited on."""
         ...

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import TypeVar
 
 from .errors import EngineDeposedError
-from .records import ClaimEventRecord, ClaimRow, Holder, ScanPage, WorkflowInfo
+from .records import ClaimEventRecord, ClaimRow, GrantPlan, Holder, ScanPage, WorkflowInfo
 
 T = TypeVar("T")
 
@@ -214,6 +214,29 @@ class MemoryClaimStore:
     def drop_pending_redrive(self, *, engine_id: str, workflow_id: str) -> None:
         with self._lock:
             self.pending_redrives.pop((engine_id, workflow_id), None)
+
+    def read_claims(self, workflow_ids: Sequence[str]) -> dict[str, ClaimRow]:
+        with self._lock:
+            rows = {wf: self.read_claim(wf) for wf in workflow_ids}
+        return {wf: row for wf, row in rows.items() if row is not None}
+
+    def read_workflows(self, workflow_ids: Sequence[str]) -> dict[str, WorkflowInfo]:
+        with self._lock:
+            return {wf: self._workflows[wf] for wf in workflow_ids if wf in self._workflows}
+
+    def grant_many(self, plans: Sequence[GrantPlan]) -> set[str]:
+        with self._lock:
+            return {
+                plan.workflow_id
+                for plan in plans
+                if self.cas_grant(
+                    plan.workflow_id,
+                    expected_epoch=plan.expected_epoch,
+                    expected_holder=plan.expected_holder,
+                    holder=plan.holder,
+                    event=plan.event,
+                )
+            }
 
     def close_thread_resources(self) -> None:
         """Nothing is opened per thread in memory."""

@@ -18,7 +18,7 @@ from claims.protocol.records import ClaimEventRecord, ClaimRow, Holder
 
 T = TypeVar("T")
 
-_HOLDER_COLUMNS = (
+HOLDER_COLUMNS = (
     "holder_engine_id",
     "holder_epoch",
     "holder_expires_at_ms",
@@ -28,7 +28,7 @@ _HOLDER_COLUMNS = (
 
 def _holder_values(holder: Holder | None) -> dict[str, Any]:
     if holder is None:
-        return dict.fromkeys(_HOLDER_COLUMNS)
+        return dict.fromkeys(HOLDER_COLUMNS)
     return {
         "holder_engine_id": holder.engine_id,
         "holder_epoch": holder.epoch,
@@ -66,7 +66,7 @@ def insert_if_absent(model: type[Any], values: dict[str, Any]) -> bool:
         return cursor.rowcount == 1
 
 
-def _event_row(event: ClaimEventRecord) -> ClaimEvent:
+def event_row(event: ClaimEventRecord) -> ClaimEvent:
     return ClaimEvent(
         workflow_id=event.workflow_id,
         kind=event.kind,
@@ -85,7 +85,7 @@ class ClaimRowStore:
     def read_claim(self, workflow_id: str) -> ClaimRow | None:
         values = (
             WorkflowClaim.objects.filter(workflow_id=workflow_id)
-            .values_list("epoch", *_HOLDER_COLUMNS)
+            .values_list("epoch", *HOLDER_COLUMNS)
             .first()
         )
         return None if values is None else claim_row_from_values(workflow_id, *values)
@@ -97,7 +97,7 @@ class ClaimRowStore:
         with transaction.atomic():
             inserted = insert_if_absent(WorkflowClaim, values)
             if inserted and event is not None:
-                _event_row(event).save(force_insert=True)
+                event_row(event).save(force_insert=True)
         return inserted
 
     def cas_grant(
@@ -137,7 +137,7 @@ class ClaimRowStore:
                 epoch=new_epoch, **_holder_values(holder)
             )
             if updated and event is not None:
-                _event_row(event).save(force_insert=True)
+                event_row(event).save(force_insert=True)
         return updated == 1
 
     def cas_renew(self, workflow_id: str, *, held: Holder, expires_at_ms: int) -> bool:
@@ -154,11 +154,11 @@ class ClaimRowStore:
                 workflow_id=workflow_id, **_held_condition(held)
             ).update(**_holder_values(None))
             if updated and event is not None:
-                _event_row(event).save(force_insert=True)
+                event_row(event).save(force_insert=True)
         return updated == 1
 
     def record_event(self, event: ClaimEventRecord) -> None:
-        _event_row(event).save(force_insert=True)
+        event_row(event).save(force_insert=True)
 
     def fenced_write(self, workflow_id: str, epoch: int, fn: Callable[[], T]) -> T:
         with transaction.atomic():

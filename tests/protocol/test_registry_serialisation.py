@@ -106,9 +106,9 @@ def count_joiners(registry: ClaimRegistry, workflow_id: str) -> threading.Semaph
     joined = threading.Semaphore(0)
     original_wait = flight.wait
 
-    def counting_wait() -> ClaimResult:
+    def counting_wait(*args: str) -> ClaimResult:
         joined.release()
-        return original_wait()
+        return original_wait(*args)
 
     flight.wait = counting_wait
     return joined

@@ -1,0 +1,165 @@
+"""Set-based takeovers: grant_many, takeover_many and the reclaim pass's batch path."""
+
+from __future__ import annotations
+
+from claims.protocol import run_reclaim_pass
+from claims.protocol.records import ClaimEventRecord, GrantPlan, Holder
+
+from .stores import RENEW_INTERVAL_MS, START_MS, TTL_MS
+
+EXPIRED_AT = START_MS - TTL_MS  # long past expiry + grace at START_MS
+
+
+def dead_holder(epoch: int, engine: str = "dead") -> Holder:
+    return Holder(engine, epoch, EXPIRED_AT, EXPIRED_AT - TTL_MS)
+
+
+def plan(workflow_id: str, epoch: int, observed: Holder | None, engine: str = "a") -> GrantPlan:
+    new = Holder(engine, epoch + 1, START_MS + TTL_MS, START_MS)
+    event = ClaimEventRecord(workflow_id, "takeover", epoch, epoch + 1, engine, START_MS)
+    return GrantPlan(workflow_id, epoch, observed, new, event)
+
+
+def test_grant_many_applies_only_plans_whose_row_is_unchanged(store, arrange):
+    """Each plan is a CAS: rows still as observed are granted at epoch + 1, others untouched."""
+    arrange.put_row("same", epoch=3, holder=dead_holder(3))
+    arrange.put_row("moved", epoch=4, holder=dead_holder(4))
+    arrange.put_row("renewed", epoch=2, holder=dead_holder(2))
+
+    granted = store.grant_many(
+        [
+            plan("same", 3, dead_holder(3)),
+            plan("moved", 3, dead_holder(3)),  # the epoch moved on since it was observed
+            plan("renewed", 2, Holder("dead", 2, EXPIRED_AT - 1, EXPIRED_AT - TTL_MS)),
+            plan("absent", 1, dead_holder(1)),
+        ]
+    )
+
+    assert granted == {"same"}
+    assert arrange.read("same").epoch == 4
+    assert arrange.read("same").holder == Holder("a", 4, START_MS + TTL_MS, START_MS)
+    assert arrange.read("moved").holder == dead_holder(4)
+    assert arrange.read("renewed").holder == dead_holder(2)
+    assert arrange.read("absent") is None
+
+
+def test_grant_many_compares_null_holder_columns_too(store, arrange):
+    """A partially null (invalid) holder is matched column by column, nulls included."""
+    garbage = Holder(None, 7, None, 5)
+    arrange.put_row("garbage", epoch=7, holder=garbage)
+
+    assert store.grant_many([plan("garbage", 7, Holder("x", 7, None, 5))]) == set()
+    assert store.grant_many([plan("garbage", 7, garbage)]) == {"garbage"}
+    assert arrange.read("garbage").epoch == 8
+
+
+def test_grant_many_writes_one_event_per_grant_and_none_for_misses(store, arrange):
+    """Only granted plans leave a takeover event."""
+    arrange.put_row("w1", epoch=1, holder=dead_holder(1))
+    arrange.put_row("w2", epoch=5, holder=dead_holder(5))
+
+    store.grant_many([plan("w1", 1, dead_holder(1)), plan("w2", 4, dead_holder(4))])
+
+    assert arrange.events("w1") == [("takeover", 1, 2, "a")]
+    assert arrange.events("w2") == []
+
+
+def test_takeover_many_judges_each_id_like_takeover(registry, arrange, clock):
+    """Expired and invalid holders are taken; live ones are not-expired; no holder is no-claim."""
+    arrange.put_row("expired", epoch=2, holder=dead_holder(2))
+    arrange.put_row("invalid", epoch=9, holder=Holder("", 9, 1, 1))
+    arrange.put_row("live", epoch=1, holder=Holder("b", 1, START_MS + 1, START_MS))
+    arrange.put_row("free", epoch=3, holder=None)
+    a = registry("a")
+
+    results = a.takeover_many(["expired", "invalid", "live", "free", "nothing"])
+
+    assert {wf: r.status for wf, r in results.items()} == {
+        "expired": "acquired",
+        "invalid": "acquired",
+        "live": "not-expired",
+        "free": "no-claim",
+        "nothing": "no-claim",
+    }
+    assert results["expired"].epoch == 3
+    assert results["invalid"].epoch == 10
+    assert a.held_workflow_ids() == ["expired", "invalid"]
+
+
+def test_takeover_many_respects_the_grace_boundary(registry, arrange, clock):
+    """At exactly expires + 2 x renew interval a holder is alive; one ms later it is taken."""
+    expires = START_MS - 2 * RENEW_INTERVAL_MS
+    arrange.put_row("wf", epoch=1, holder=Holder("b", 1, expires, expires - TTL_MS))
+    a = registry("a")
+
+    assert a.takeover_many(["wf"])["wf"].status == "not-expired"
+    clock.advance(1)
+    assert a.takeover_many(["wf"])["wf"].status == "acquired"
+
+
+def test_reclaim_pass_takes_over_many_stale_holders_and_drives_each_once(
+    registry, reclaim_target, arrange, workflows
+):
+    """A pass over many dead holders reclaims each, counts one takeover each, drives each once."""
+    ids = [f"wf-{n:03d}" for n in range(30)]
+    for wf in ids:
+        workflows.put(wf)
+        arrange.put_row(wf, epoch=1, holder=dead_holder(1))
+    driven: list[str] = []
+    a = registry("a")
+    target = reclaim_target(a, on_reclaimed=driven.append)
+
+    result = run_reclaim_pass(target)
+
+    assert result.reclaimed_count == 30
+    assert sorted(driven) == ids
+    assert a.metrics.snapshot()["attempts"]["takeover"] == 30
+    assert all(arrange.read(wf).holder.engine_id == "a" for wf in ids)
+    assert all(arrange.read(wf).epoch == 2 for wf in ids)
+
+
+def test_batch_releases_grants_of_workflows_no_longer_running(
+    registry, reclaim_target, arrange, workflows
+):
+    """A taken-over workflow that is no longer running is released at once and not driven."""
+    workflows.put("done", status="completed")
+    arrange.put_row("done", epoch=1, holder=dead_holder(1))
+    driven: list[str] = []
+    target = reclaim_target(registry("a"), on_reclaimed=driven.append)
+
+    assert target.attempt_batch(["done"]) == {"done": "not-eligible"}
+    assert driven == []
+    assert arrange.read("done").holder is None
+    assert arrange.read("done").epoch == 2
+
+
+def test_batch_records_a_failed_drive_as_a_pending_redrive(
+    registry, reclaim_target, arrange, workflows
+):
+    """A drive that raises keeps the claim, records the re-drive and reports the error."""
+    workflows.put("wf")
+    arrange.put_row("wf", epoch=1, holder=dead_holder(1))
+
+    def explode(workflow_id: str) -> None:
+        raise RuntimeError("boom")
+
+    a = registry("a")
+    target = reclaim_target(a, on_reclaimed=explode)
+
+    result = run_reclaim_pass(target)
+
+    assert result.outcomes == [("wf", "error")]
+    assert target.pending_redrives == {"wf": 2}
+    assert a.current_epoch("wf") == 2
+
+
+def test_batch_skips_unregistered_types_without_any_grant(
+    registry, reclaim_target, arrange, workflows
+):
+    """A candidate of a type this engine cannot run is not-eligible and stays with its holder."""
+    workflows.put("wf", workflow_type="other")
+    arrange.put_row("wf", epoch=1, holder=dead_holder(1))
+    target = reclaim_target(registry("a"), is_type_registered=lambda t: t == "demo")
+
+    assert target.attempt_batch(["wf"]) == {"wf": "not-eligible"}
+    assert arrange.read("wf").holder == dead_holder(1)
