@@ -115,10 +115,11 @@ class ReclaimTarget:
     # -- many attempts at once ------------------------------------------------------
 
     def attempt_batch(self, workflow_ids: list[str]) -> dict[str, AttemptStatus | Exception]:
-        """Take over expired and invalid holders set-based, as ``attempt`` would one by one.
+        """Take over expired and invalid holders, and acquire running workflows nobody
+        holds, set-based, as ``attempt`` would one by one.
 
-        Returns the ids it settled; the rest (held by me, pending re-drives, no
-        holder to take over, lost races) are left for ``attempt``, which retries.
+        Returns the ids it settled; the rest (held by me, pending re-drives, lost
+        races) are left for ``attempt``, which retries.
         A drive that raised is returned as its exception, its re-drive recorded.
         """
         if self._disposing:
@@ -139,6 +140,7 @@ class ReclaimTarget:
         if self._disposing or not ids:
             return settled
         granted: dict[str, int] = {}
+        no_claim: list[str] = []
         for wf, result in self.registry.takeover_many(ids).items():
             if result.status == "acquired":
                 self._record("takeover")
@@ -151,12 +153,29 @@ class ReclaimTarget:
                 settled[wf] = "not-eligible"
             elif result.status == "lost-race":
                 self._record("lost_race")
+            elif result.status == "no-claim":
+                no_claim.append(wf)
+        if no_claim and not self._disposing:
+            # Nobody holds these: running ones are acquired, the others are not ours to take.
+            infos = self.store.read_workflows(no_claim)
+            running = [wf for wf in no_claim if getattr(infos.get(wf), "status", None) == "running"]
+            for wf in no_claim:
+                if wf not in running:
+                    settled[wf] = "not-eligible"
+            if running and not self._disposing:
+                for wf, result in self.registry.acquire_many(running).items():
+                    if result.status == "acquired":
+                        self._record("acquired")
+                        assert result.epoch is not None
+                        granted[wf] = result.epoch
+                    else:
+                        self._record("lost_race")
         if not granted:
             return settled
         # Confirm, with one fresh read, that each is still running before driving it.
-        running = {} if self._disposing else self.store.read_workflows(list(granted))
+        confirmed = {} if self._disposing else self.store.read_workflows(list(granted))
         for wf, epoch in granted.items():
-            info = running.get(wf)
+            info = confirmed.get(wf)
             if self._disposing or info is None or info.status != "running":
                 if self.registry.current_epoch(wf) == epoch:
                     self.registry.release(wf, expected_epoch=epoch)

@@ -220,6 +220,35 @@ class ClaimRegistry:
                 results[plan.workflow_id] = ClaimResult("lost-race", plan.workflow_id)
         return results
 
+    def acquire_many(self, workflow_ids: list[str]) -> dict[str, ClaimResult]:
+        """``acquire`` for many ids: one read, then one set-based grant for the rows with
+        no holder and one insert for the ids with no row. Never judges expiry."""
+        now = self.clock()
+        rows = self.store.read_claims(workflow_ids)
+        results: dict[str, ClaimResult] = {}
+        grants: list[GrantPlan] = []
+        inserts: list[GrantPlan] = []
+        for workflow_id in workflow_ids:
+            row = rows.get(workflow_id)
+            if row is not None and row.holder is not None:
+                held_by = row.valid_holder_engine()
+                results[workflow_id] = ClaimResult("lost-race", workflow_id, held_by=held_by)
+                continue
+            before = None if row is None else row.epoch
+            epoch = 1 if row is None else row.epoch + 1
+            event = self._event(workflow_id, "acquired", before, epoch, now)
+            planned = GrantPlan(workflow_id, before or 0, None, self._new_holder(epoch, now), event)
+            (inserts if row is None else grants).append(planned)
+        granted = self.store.grant_many(grants) if grants else set()
+        granted |= self.store.insert_many(inserts) if inserts else set()
+        for planned in (*grants, *inserts):
+            workflow_id = planned.workflow_id
+            if workflow_id in granted:
+                results[workflow_id] = self._granted(workflow_id, planned.holder, sent_at_ms=now)
+            else:
+                results[workflow_id] = ClaimResult("lost-race", workflow_id)
+        return results
+
     def adopt(self, workflow_id: str, epoch: int) -> ClaimResult:
         """Cache a claim that an operator granted to this engine at ``epoch``."""
         row = self.store.read_claim(workflow_id)

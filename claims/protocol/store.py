@@ -114,3 +114,8 @@ class ClaimStore(Protocol):
         """Apply each plan like cas_grant, set-based; returns the ids granted. Rows that
         another writer has locked are skipped (reported as not granted), never waited on."""
         ...
+
+    def insert_many(self, plans: Sequence[GrantPlan]) -> set[str]:
+        """Create each plan's row at epoch 1 with its holder where no row exists yet;
+        returns the ids inserted."""
+        ...

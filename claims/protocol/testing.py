@@ -238,6 +238,14 @@ class MemoryClaimStore:
                 )
             }
 
+    def insert_many(self, plans: Sequence[GrantPlan]) -> set[str]:
+        with self._lock:
+            return {
+                plan.workflow_id
+                for plan in plans
+                if self.cas_insert(plan.workflow_id, holder=plan.holder, event=plan.event)
+            }
+
     def close_thread_resources(self) -> None:
         """Nothing is opened per thread in memory."""
 

@@ -61,6 +61,29 @@ RETURNING {table}.workflow_id
 """
 
 
+_INSERT_POSTGRES = """
+INSERT INTO {table} (workflow_id, epoch, holder_engine_id, holder_epoch,
+                     holder_expires_at_ms, holder_claimed_at_ms)
+SELECT u.wid, 1, u.n_engine, 1, u.n_expires, u.n_claimed
+FROM unnest(%s::text[], %s::text[], %s::bigint[], %s::bigint[])
+    AS u(wid, n_engine, n_expires, n_claimed)
+ORDER BY u.wid
+ON CONFLICT (workflow_id) DO NOTHING
+RETURNING workflow_id
+"""
+
+# "WHERE true" lets SQLite tell the upsert clause from a join constraint.
+_INSERT_SQLITE = """
+INSERT INTO {table} (workflow_id, epoch, holder_engine_id, holder_epoch,
+                     holder_expires_at_ms, holder_claimed_at_ms)
+SELECT json_extract(value, '$[0]'), 1, json_extract(value, '$[1]'), 1,
+       json_extract(value, '$[2]'), json_extract(value, '$[3]')
+FROM json_each(%s) WHERE true
+ON CONFLICT (workflow_id) DO NOTHING
+RETURNING workflow_id
+"""
+
+
 def _plan_row(plan: GrantPlan) -> list[object]:
     observed = plan.expected_holder
     return [
@@ -103,21 +126,43 @@ class GrantQueries:
             granted |= self._grant_chunk(plans[start : start + CHUNK])
         return granted
 
+    def insert_many(self, plans: Sequence[GrantPlan]) -> set[str]:
+        inserted: set[str] = set()
+        for start in range(0, len(plans), CHUNK):
+            chunk = plans[start : start + CHUNK]
+            rows: list[list[object]] = [
+                [p.workflow_id, p.holder.engine_id, p.holder.expires_at_ms, p.holder.claimed_at_ms]
+                for p in chunk
+            ]
+            inserted |= self._execute_with_events(_INSERT_POSTGRES, _INSERT_SQLITE, rows, chunk)
+        return inserted
+
     def _grant_chunk(self, plans: Sequence[GrantPlan]) -> set[str]:
         if not plans:
             return set()
-        table = connection.ops.quote_name(WorkflowClaim._meta.db_table)
         rows = [_plan_row(plan) for plan in plans]
+        return self._execute_with_events(_GRANT_POSTGRES, _GRANT_SQLITE, rows, plans)
+
+    def _execute_with_events(
+        self,
+        postgres_sql: str,
+        sqlite_sql: str,
+        rows: list[list[object]],
+        plans: Sequence[GrantPlan],
+    ) -> set[str]:
+        """Run one set-based statement and write the events of the rows it changed,
+        in one transaction."""
+        table = connection.ops.quote_name(WorkflowClaim._meta.db_table)
         with transaction.atomic(), connection.cursor() as cursor:
             if connection.vendor == "postgresql":
                 columns = [list(column) for column in zip(*rows, strict=True)]
-                cursor.execute(_GRANT_POSTGRES.format(table=table), columns)
+                cursor.execute(postgres_sql.format(table=table), columns)
             else:
-                cursor.execute(_GRANT_SQLITE.format(table=table), [json.dumps(rows)])
-            granted = {workflow_id for (workflow_id,) in cursor.fetchall()}
+                cursor.execute(sqlite_sql.format(table=table), [json.dumps(rows)])
+            changed = {workflow_id for (workflow_id,) in cursor.fetchall()}
             ClaimEvent.objects.bulk_create(
                 event_row(plan.event)
                 for plan in plans
-                if plan.event is not None and plan.workflow_id in granted
+                if plan.event is not None and plan.workflow_id in changed
             )
-        return granted
+        return changed

@@ -190,6 +190,15 @@ class FailingStore:
 
     def __getattr__(self, name: str) -> Any:
         attr = getattr(self.inner, name)
+        if name == self._method + "s":
+            # The set-based twin (read_claims for read_claim): a store error fails the
+            # whole statement when any of its ids is failing.
+            def maybe_fail_many(workflow_ids: Any, *args: Any, **kwargs: Any) -> Any:
+                if self._failing & set(workflow_ids):
+                    raise RuntimeError(f"store unavailable for {sorted(workflow_ids)}")
+                return attr(workflow_ids, *args, **kwargs)
+
+            return maybe_fail_many
         if name != self._method:
             return attr
 

@@ -163,3 +163,58 @@ def test_batch_skips_unregistered_types_without_any_grant(
 
     assert target.attempt_batch(["wf"]) == {"wf": "not-eligible"}
     assert arrange.read("wf").holder == dead_holder(1)
+
+
+def test_acquire_many_grants_free_rows_inserts_new_ids_and_loses_to_holders(
+    registry, arrange, clock
+):
+    """Rows with no holder go to epoch + 1, new ids start at 1, any holder present wins."""
+    arrange.put_row("free", epoch=4, holder=None)
+    arrange.put_row("held", epoch=2, holder=dead_holder(2, engine="b"))
+    a = registry("a")
+
+    results = a.acquire_many(["free", "new", "held"])
+
+    assert {wf: (r.status, r.epoch) for wf, r in results.items()} == {
+        "free": ("acquired", 5),
+        "new": ("acquired", 1),
+        "held": ("lost-race", None),
+    }
+    assert results["held"].held_by == "b"
+    assert arrange.read("new").holder == Holder("a", 1, START_MS + TTL_MS, START_MS)
+    assert arrange.events("new") == [("acquired", None, 1, "a")]
+    assert arrange.events("free") == [("acquired", 4, 5, "a")]
+
+
+def test_insert_many_never_overwrites_an_existing_row(store, arrange):
+    """An id that already has a row is not inserted again, whatever its holder."""
+    arrange.put_row("taken", epoch=9, holder=None)
+    new = Holder("a", 1, START_MS + TTL_MS, START_MS)
+
+    inserted = store.insert_many(
+        [GrantPlan("taken", 0, None, new, None), GrantPlan("fresh", 0, None, new, None)]
+    )
+
+    assert inserted == {"fresh"}
+    assert arrange.read("taken").epoch == 9
+    assert arrange.read("taken").holder is None
+
+
+def test_reclaim_pass_acquires_ownerless_running_workflows_set_based(
+    registry, reclaim_target, arrange, workflows
+):
+    """Running workflows with no holder (with or without a claim row) are acquired and driven."""
+    for n in range(10):
+        workflows.put(f"row-{n}")
+        arrange.put_row(f"row-{n}", epoch=3, holder=None)
+        workflows.put(f"norow-{n}")
+    driven: list[str] = []
+    a = registry("a")
+
+    result = run_reclaim_pass(reclaim_target(a, on_reclaimed=driven.append))
+
+    assert result.reclaimed_count == 20
+    assert len(driven) == 20
+    assert a.metrics.snapshot()["attempts"]["acquired"] == 20
+    assert arrange.read("row-0").epoch == 4
+    assert arrange.read("norow-0").epoch == 1
