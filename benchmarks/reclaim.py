@@ -407,9 +407,11 @@ def run(*, binding: bool) -> tuple[dict[str, Any], Section, list[Target]]:
         "per rotation)"
     )
     section.notes.append(
-        "takeovers are one CAS per candidate (ReclaimTarget.attempt), run as the engine runs "
-        f"them: on a long-lived pool of {RECLAIM_POOL_SIZE} threads with warm connections "
-        "(executor=); no set-based takeover path exists yet. Statements per attempt: "
+        "takeovers are set-based (ReclaimTarget.attempt_batch: expired holders in one grant "
+        "statement, ownerless running workflows in one grant and one insert), then what that "
+        "leaves is attempted one CAS at a time, as the engine runs it: on a long-lived pool of "
+        f"{RECLAIM_POOL_SIZE} threads with warm connections (executor=). Statements per "
+        "one-at-a-time attempt: "
         + ", ".join(f"{kind} {count}" for kind, count in per_attempt.items())
         + " (as Django logs them, BEGIN/COMMIT included)"
     )
@@ -471,7 +473,7 @@ def run(*, binding: bool) -> tuple[dict[str, Any], Section, list[Target]]:
         "takeover_ms_per_takeover": round(per_takeover_median, 3),
         "statements_per_attempt": per_attempt,
         "statements_per_attempt_sql": per_attempt_sql,
-        "takeover_path": "one CAS per candidate (no set-based path yet)",
+        "takeover_path": "set-based batch, then one CAS per remaining candidate",
         "target_ms": limit,
     }
     return payload, section, targets
