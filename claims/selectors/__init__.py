@@ -1,0 +1,21 @@
+"""Reads that feed pages, the API and /metrics; each is a fixed number of queries."""
+
+from .claims import ClaimPage, ClaimView, claim_list
+from .fleet import (
+    ClaimHolderCounts,
+    FleetMetrics,
+    claim_holder_counts,
+    fleet_metrics,
+    workflow_status_counts,
+)
+
+__all__ = [
+    "ClaimHolderCounts",
+    "ClaimPage",
+    "ClaimView",
+    "FleetMetrics",
+    "claim_holder_counts",
+    "claim_list",
+    "fleet_metrics",
+    "workflow_status_counts",
+]
