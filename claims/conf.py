@@ -26,3 +26,16 @@ def claim_timing() -> ClaimTiming:
         raise ClaimConfigError(
             f"WEFT_CLAIM_TTL={ttl!r}, WEFT_CLAIM_RENEW_INTERVAL={renew_interval!r}: {error}"
         ) from error
+
+
+def read_only_reason() -> str | None:
+    """Why writes are switched off fleet-wide (WEFTBOARD_READ_ONLY), or None when they are on.
+
+    Every interface (pages, API, admin actions) asks this before any write and shows the reason.
+    """
+    reason = str(getattr(settings, "WEFTBOARD_READ_ONLY", "") or "").strip()
+    if not reason or reason.lower() in {"0", "false", "no", "off"}:
+        return None
+    if reason.lower() in {"1", "true", "yes", "on"}:
+        return "weftboard is in read-only mode"
+    return f"weftboard is in read-only mode: {reason}"

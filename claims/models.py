@@ -42,6 +42,7 @@ class Workflow(models.Model):
     updated_at_ms = models.BigIntegerField()
 
     class Meta:
+        permissions = [("cancel_workflow", "Can cancel a running workflow")]
         indexes = [
             # The reclaim scans and the dashboard only ever look for running workflows.
             models.Index(

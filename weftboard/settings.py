@@ -150,6 +150,9 @@ LOGGING = {
 # Modules whose @workflow functions an engine registers at boot.
 WEFTBOARD_WORKFLOW_MODULES = env_list("WEFTBOARD_WORKFLOW_MODULES", default="claims.runtime.demo")
 
+# A global switch that refuses every operator write; any text is shown as the reason.
+WEFTBOARD_READ_ONLY = os.environ.get("WEFTBOARD_READ_ONLY", "").strip()
+
 WEFTBOARD_METRICS_TOKEN = os.environ.get("WEFTBOARD_METRICS_TOKEN", "").strip()
 
 WEFT_CLAIM_TTL = os.environ.get("WEFT_CLAIM_TTL", "30s")
