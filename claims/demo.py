@@ -21,6 +21,7 @@ from claims.models import (
 from claims.protocol import Clock
 
 DEMO_TYPES = ("order", "invoice", "ledger")
+# Engines of an earlier, crashed run; the engines started by scripts/run take over from them.
 DEMO_ENGINES = ("demo-engine-a", "demo-engine-b", "demo-engine-c")
 # An engine that died without releasing: its claims are stranded until reclaimed.
 VANISHED_ENGINE = "demo-engine-vanished"
@@ -154,9 +155,11 @@ def demo_fleet_seed(*, clock: Clock, workflows: int = 300, seed: int = 7) -> Dem
                 engine_id=engine_id,
                 hostname=hostname,
                 pid=0,
+                # A fleet that crashed: its live-looking claims lapse and get taken over
+                # by the real engines within a TTL or so of the start.
                 started_at_ms=now - 3_600_000,
-                heartbeat_at_ms=now,
-                status=EngineStatus.ACTIVE,
+                heartbeat_at_ms=now - 4 * ttl,
+                status=EngineStatus.DEAD,
                 held_count=sum(c.holder_engine_id == engine_id for c in claims),
                 version="demo",
             )

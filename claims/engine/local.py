@@ -10,11 +10,11 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from django.db import close_old_connections
+from django.db import close_old_connections, connection
 
 from claims import fleet
 from claims.clock import database_now_ms
@@ -52,6 +52,22 @@ def _closing_connections(fn: Callable[..., Any]) -> Callable[..., Any]:
             close_old_connections()
 
     return run
+
+
+class _HealthyConnections:
+    """Runs pass work on a long-lived pool, dropping a broken connection before each task
+    (after a database restart or a terminated session Django does not reconnect alone)."""
+
+    def __init__(self, pool: ThreadPoolExecutor) -> None:
+        self._pool = pool
+
+    def map(self, fn: Callable[[str], str], items: list[str]) -> Iterator[str]:
+        def run(item: str) -> str:
+            if connection.connection is not None and not connection.is_usable():
+                connection.close()
+            return fn(item)
+
+        return self._pool.map(run, items)
 
 
 class LocalEngine:
@@ -115,7 +131,10 @@ class LocalEngine:
         self.target.mark_disposing()
 
     def dispose(self, *, timeout_s: float = 30.0) -> None:
-        """Stop passes, let drives reach their next checkpoint, release every claim."""
+        """Stop passes, let drives reach their next checkpoint, release every claim.
+
+        May run on any thread; its database connection is its own and closed at the end.
+        """
         self.begin_disposal()
         try:
             fleet.engine_set_status(
@@ -136,6 +155,7 @@ class LocalEngine:
         fleet.engine_set_status(
             engine_id=self.engine_id, status=EngineStatus.STOPPED, now_ms=self.clock()
         )
+        close_old_connections()
         logger.info("engine %s stopped; its claims are released", self.engine_id)
 
     # -- drives ------------------------------------------------------------------
@@ -185,7 +205,7 @@ class LocalEngine:
         return {"renewed": result.renewed_count, "failed": result.failed_count}
 
     def run_reclaim(self) -> dict[str, Any]:
-        result = run_reclaim_pass(self.target, executor=self._reclaim_pool)
+        result = run_reclaim_pass(self.target, executor=_HealthyConnections(self._reclaim_pool))
         discovery = self.target.last_discovery
         return {
             "status": result.status,

@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import re
 import sys
+import threading
 import uuid
 from typing import Any
 
@@ -52,7 +53,7 @@ def refuse_to_start(message: str) -> None:
     raise SystemExit(1)
 
 
-def limit_idle_transactions(ttl_ms: int) -> None:
+def limit_idle_transactions(ttl_ms: int, *, lock_timeout_ms: int | None = None) -> None:
     """Have PostgreSQL end this engine's session once it idles in a transaction for a TTL.
 
     An engine stalled inside a transaction (SIGSTOP, a paused VM, swapping) keeps its row
@@ -61,6 +62,9 @@ def limit_idle_transactions(ttl_ms: int) -> None:
     stalled engine's expired claims included, until the stall ends. A healthy engine never
     idles in a transaction (its transactions are a few statements), and after a TTL of
     stall its claims are lapsing anyway; its rolled-back write is what the fence wants.
+
+    ``lock_timeout_ms`` bounds every row-lock wait too, so an attempt blocked behind a
+    stalled session fails (and is retried next pass) instead of holding its pass up.
     """
     from django.db import connection
     from django.db.backends.signals import connection_created
@@ -69,6 +73,8 @@ def limit_idle_transactions(ttl_ms: int) -> None:
         if connection.vendor == "postgresql":
             with connection.cursor() as cursor:
                 cursor.execute(f"SET idle_in_transaction_session_timeout = {int(ttl_ms)}")
+                if lock_timeout_ms is not None:
+                    cursor.execute(f"SET lock_timeout = {int(lock_timeout_ms)}")
 
     connection_created.connect(on_connect, weak=False, dispatch_uid="engine-idle-transactions")
     connection.close()  # reconnect with the setting if this thread is already connected
@@ -99,7 +105,7 @@ def start_engine(sender: Any, **kwargs: Any) -> None:
 
     try:
         timing = claim_timing()
-        limit_idle_transactions(timing.ttl_ms)
+        limit_idle_transactions(timing.ttl_ms, lock_timeout_ms=timing.renew_interval_ms)
         clock = fleet_clock()
         ensure_ownership_mode(OrmClaimStore(), OWNERSHIP_MODE, clock)
     except ClaimError as error:
@@ -113,13 +119,27 @@ def start_engine(sender: Any, **kwargs: Any) -> None:
     logger.info("engine %s started on queue %s", engine.engine_id, queue)
 
 
+_disposal: threading.Thread | None = None
+
+
 @worker_shutting_down.connect
 def begin_disposal(**kwargs: Any) -> None:
-    if _engine is not None:
-        _engine.begin_disposal()
+    """Runs in the signal handler: flag disposal, and release claims on a thread of its
+    own while Celery winds its consumers down, so a supervisor's kill deadline (honcho
+    allows 5 s) finds the claims already released."""
+    global _disposal
+    if _engine is None or _disposal is not None:
+        return
+    _engine.begin_disposal()
+    _disposal = threading.Thread(target=_engine.dispose, name="engine-disposal", daemon=True)
+    _disposal.start()
 
 
 @worker_shutdown.connect
 def dispose_engine(**kwargs: Any) -> None:
-    if _engine is not None:
-        _engine.dispose()
+    if _engine is None:
+        return
+    if _disposal is None:
+        _engine.dispose()  # shut down without a signal (e.g. an embedded worker)
+    else:
+        _disposal.join(timeout=60)

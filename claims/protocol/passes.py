@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import logging
-from concurrent.futures import Executor, ThreadPoolExecutor
+from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Literal, Protocol
 
 from .metrics import ClaimMetrics
 from .reclaim import ReclaimTarget
@@ -14,6 +15,12 @@ from .registry import ClaimRegistry
 logger = logging.getLogger("weftboard.claims")
 
 RECLAIM_POOL_SIZE = 16
+
+
+class Mapper(Protocol):
+    """Anything with Executor.map's shape: runs fn over items, results in input order."""
+
+    def map(self, fn: Callable[[str], str], items: list[str], /) -> Iterable[str]: ...
 
 
 @dataclass(frozen=True)
@@ -46,9 +53,7 @@ def run_renew_pass(registry: ClaimRegistry, metrics: ClaimMetrics | None = None)
     return RenewPassResult(outcomes, renewed_count, len(outcomes) - renewed_count)
 
 
-def run_reclaim_pass(
-    target: ReclaimTarget, *, executor: Executor | None = None
-) -> ReclaimPassResult:
+def run_reclaim_pass(target: ReclaimTarget, *, executor: Mapper | None = None) -> ReclaimPassResult:
     """Discover candidates, then attempt each (a pool of 16); one failure never stops the rest.
 
     Pass a long-lived ``executor`` when its threads hold resources worth keeping,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
 import secrets
 from pathlib import Path
@@ -16,7 +17,14 @@ USERNAME = "admin"
 
 
 def password_file() -> Path:
-    return Path(settings.BASE_DIR) / "var" / "admin-password.txt"
+    """One file per database, so running against another database never hides this one's login."""
+    default = Path(settings.BASE_DIR) / "var" / "weftboard.sqlite3"
+    database = settings.DATABASES["default"]
+    name = f"{database.get('HOST') or ''}/{database['NAME']}"
+    if Path(str(database["NAME"])) == default:
+        return Path(settings.BASE_DIR) / "var" / "admin-password.txt"
+    digest = hashlib.sha256(name.encode()).hexdigest()[:12]
+    return Path(settings.BASE_DIR) / "var" / f"admin-password-{digest}.txt"
 
 
 def write_private(path: Path, text: str) -> None:
