@@ -68,7 +68,7 @@ def wait_all_finished(fleet: Fleet, workflow_ids: list[str], timeout_s: float) -
             probe, timeout_s=timeout_s, what="every workflow to finish", check=fleet.check_alive
         )
     except AssertionError as error:
-        raise AssertionError(f"{error}; statuses now {dict(last['statuses'])}") from None
+        raise AssertionError(f"{error}; statuses now {dict(last.get('statuses', {}))}") from None
 
 
 def ledger_runs(workflow_ids: list[str]) -> dict[tuple[str, str], list[StepLedger]]:
@@ -105,16 +105,18 @@ def held_by(engine_id: str, workflow_ids: list[str] | None = None) -> dict[str, 
 def busy_engine(
     fleet: Fleet, engines: list[Process], rows: dict[str, Engine], workflow_ids: list[str]
 ) -> Process:
-    """The engine holding the most of these workflows, once it holds at least 5 and has
-    run at least 5 of their steps (so it has checkpoints behind it and steps in flight)."""
+    """The engine holding the most of these workflows, once it holds at least 5 and at
+    least 3 of those have a checkpoint behind them (so a successor has steps to replay)."""
 
     def probe() -> Process | None:
-        held = {p.name: len(held_by(rows[p.name].engine_id, workflow_ids)) for p in engines}
-        busiest = max(engines, key=lambda p: held[p.name])
-        ran = StepLedger.objects.filter(
-            workflow_id__in=workflow_ids, engine_id=rows[busiest.name].engine_id
+        held = {p.name: held_by(rows[p.name].engine_id, workflow_ids) for p in engines}
+        busiest = max(engines, key=lambda p: len(held[p.name]))
+        mine = list(held[busiest.name])
+        # No workflow changed hands yet: the checkpoints of those it holds are its own.
+        checkpointed = Workflow.objects.filter(
+            workflow_id__in=mine, state__steps__has_key="step-1"
         ).count()
-        return busiest if held[busiest.name] >= 5 and ran >= 5 else None
+        return busiest if len(mine) >= 5 and checkpointed >= 3 else None
 
     return wait_until(
         probe, timeout_s=30, what="an engine to hold and run workflows", check=fleet.check_alive
@@ -206,7 +208,12 @@ def test_three_engines_run_200_workflows_to_completion(fleet: Fleet) -> None:
     engine_ids = {row.engine_id for row in rows.values()}
     started = time.monotonic()
 
-    workflow_ids = ledger_workflows_start(200, steps=3, step_delay_ms=20)
+    # In batches across a few ticks, the way work arrives: the first engine to tick cannot
+    # claim all of it in one pass.
+    workflow_ids: list[str] = []
+    for _ in range(10):
+        workflow_ids += ledger_workflows_start(20, steps=3, step_delay_ms=20)
+        time.sleep(0.3)
     wait_all_finished(fleet, workflow_ids, timeout_s=90)
     print(f"200 workflows finished in {time.monotonic() - started:.1f}s")
 
@@ -233,10 +240,10 @@ def test_three_engines_run_200_workflows_to_completion(fleet: Fleet) -> None:
 # its last renewal was sent before the kill, so its claims expire by kill + TTL and become
 # stealable once the grace (2 x renew interval) has passed as well; the next tick, at most
 # one renew interval later, runs a reclaim pass that takes them over. The slack covers
-# what that arithmetic leaves out, all of it measured on this 2-core box: beat and tick
-# delivery jitter (~100-300 ms), a reclaim pass already in flight when the claims expire
-# (single-flight, so the next waits for it: a pass takes 100-500 ms here), and the pass's
-# pool of 16 working through a few dozen takeovers one round trip after another.
+# what that arithmetic leaves out, as seen on this 2-core box: beat and tick delivery
+# jitter (100-300 ms), a reclaim pass already running when the claims expire (single-flight,
+# so the next one waits for it), and the pass's own discovery and takeover statements
+# (a pass takes 100-500 ms here). Observed: 5.5-5.7 s after the kill, against 8 s.
 TAKEOVER_SLACK_MS = 2_000
 TAKEOVER_BOUND_MS = TTL_MS + 3 * RENEW_INTERVAL_MS + TAKEOVER_SLACK_MS
 
