@@ -104,7 +104,7 @@ class OrmArrangement:
             .order_by("id")
             .values_list("kind", "epoch_before", "epoch_after", "engine_id")
         )
-        return [tuple(row) for row in rows]
+        return [tuple(row) for row in rows]  # type: ignore[misc]
 
     def all_events(self) -> list[tuple[str, str, int | None, int | None, str | None]]:
         from claims.models import ClaimEvent
@@ -112,7 +112,7 @@ class OrmArrangement:
         rows = ClaimEvent.objects.order_by("id").values_list(
             "workflow_id", "kind", "epoch_before", "epoch_after", "engine_id"
         )
-        return [tuple(row) for row in rows]
+        return [tuple(row) for row in rows]  # type: ignore[misc]
 
     def put_marker(self, mode: str, established_at_ms: int | None) -> None:
         from claims.models import OwnershipModeMarker

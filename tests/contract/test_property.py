@@ -149,7 +149,7 @@ class Side:
         return (
             {e: r.held_workflow_ids() for e, r in self.registries.items()},
             {e: [r.held_claim(wf) for wf in WORKFLOWS] for e, r in self.registries.items()},
-            {e: r.metrics.snapshot() for e, r in self.registries.items()},
+            {e: r.metrics.snapshot() for e, r in self.registries.items()},  # type: ignore[union-attr]
             {e: list(calls) for e, calls in self.lost.items()},
         )
 
@@ -203,7 +203,7 @@ def check_invariants(
         else:
             assert after == before, f"{op} answered {outcome.status} but changed the row"
     else:
-        event(f"{op[0]} -> {outcome[0]}")
+        event(f"{op[0]} -> {outcome[0]}")  # type: ignore[index]
 
     for workflow_id in WORKFLOWS:
         row = rows_after[workflow_id]
@@ -262,6 +262,7 @@ def run_sequence(ops: list[tuple[Any, ...]], orm_store: Any = None) -> None:
             assert orm.apply(op) == outcome, f"step {step}: {op}"
 
     if orm is not None:
+        assert orm_log is not None
         assert orm.rows() == memory.rows()
         assert orm_log.all_events() == memory_log.all_events()
         assert orm.observable() == memory.observable()

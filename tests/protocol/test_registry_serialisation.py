@@ -110,7 +110,7 @@ def count_joiners(registry: ClaimRegistry, workflow_id: str) -> threading.Semaph
         joined.release()
         return original_wait(*args)
 
-    flight.wait = counting_wait
+    flight.wait = counting_wait  # type: ignore[method-assign,assignment]
     return joined
 
 

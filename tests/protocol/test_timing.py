@@ -34,7 +34,7 @@ def test_timing_is_frozen():
     timing = ClaimTiming()
 
     with pytest.raises(dataclasses.FrozenInstanceError):
-        timing.ttl_ms = 1  # type: ignore[misc]
+        timing.ttl_ms = 1
 
 
 def test_parse_takes_integers_of_milliseconds():
