@@ -5,10 +5,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.contrib import admin
+from django.contrib import admin, messages
+from django.db.models import QuerySet
 from django.http import HttpRequest
+from django.template.response import TemplateResponse
 
 from claims import models
+from claims.backfill.admin import BackfillJobAdminBase
+from claims.tokens import api_token_mint, api_tokens_revoke
 
 
 class ReadOnlyAdmin(admin.ModelAdmin):
@@ -113,6 +117,56 @@ class ClaimEventAdmin(ReadOnlyAdmin):
 
 
 @admin.register(models.BackfillJob)
-class BackfillJobAdmin(ReadOnlyAdmin):
-    list_display = ["id", "status", "requested_by", "run_at", "processed", "inserted", "fixed"]
-    list_filter = ["status"]
+class BackfillJobAdmin(BackfillJobAdminBase, ReadOnlyAdmin):
+    """Jobs are read-only rows; scheduling and cancelling go through claims.backfill."""
+
+
+@admin.register(models.ApiToken)
+class ApiTokenAdmin(admin.ModelAdmin):
+    """Adding a token shows its secret once, in the message after save; only its hash is kept."""
+
+    # Where save_model leaves a new secret for response_add: on the request, never stored.
+    _secret_key = "_weftboard_new_token_secret"
+
+    list_display = ["name", "user", "prefix", "scope", "created_at", "last_used_at", "revoked_at"]
+    list_filter = ["scope", "revoked_at"]
+    search_fields = ["name", "prefix", "user__username"]
+    actions = ["revoke"]
+
+    def get_fields(self, request: HttpRequest, obj: Any = None) -> tuple[str, ...]:
+        if obj is None:
+            return ("name", "user", "scope")
+        return ("name", "user", "scope", "prefix", "created_at", "last_used_at", "revoked_at")
+
+    def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> tuple[str, ...]:
+        if obj is None:
+            return ()
+        # A token's powers are fixed at creation: mint a new one rather than widen an old one.
+        return ("user", "scope", "prefix", "created_at", "last_used_at", "revoked_at")
+
+    def save_model(self, request: HttpRequest, obj: Any, form: Any, change: bool) -> None:
+        if change:
+            super().save_model(request, obj, form, change)
+            return
+        setattr(request, self._secret_key, api_token_mint(obj))
+
+    def response_add(self, request: HttpRequest, obj: Any, post_url_continue: Any = None) -> Any:
+        """Show the secret in this response, not after a redirect: a message that outlives its
+        request is kept in the messages cookie, and the secret must not travel there."""
+        secret = getattr(request, self._secret_key)
+        messages.warning(
+            request,
+            f"The secret of token “{obj.name}” is {secret} — copy it now: "
+            "it is not stored and will not be shown again.",
+        )
+        context = {
+            **self.admin_site.each_context(request),
+            "title": f"API token “{obj.name}” created",
+            "opts": self.opts,
+        }
+        return TemplateResponse(request, "admin/base_site.html", context)
+
+    @admin.action(description="Revoke selected tokens", permissions=["change"])
+    def revoke(self, request: HttpRequest, queryset: QuerySet[models.ApiToken]) -> None:
+        revoked = api_tokens_revoke(queryset)
+        self.message_user(request, f"Revoked {revoked} token(s).", messages.SUCCESS)

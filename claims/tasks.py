@@ -66,3 +66,20 @@ def demo_start_workflows(count: int) -> int:
     from claims.demo import demo_trickle_start
 
     return len(demo_trickle_start(count=int(count)))
+
+
+@shared_task(name="claims.backfill_run", acks_late=True, ignore_result=True)
+def backfill_run(job_id: int) -> str:
+    """Run or resume one visibility backfill; idempotent, so a redelivery is harmless."""
+    from claims.backfill import backfill_run as run_backfill
+
+    return run_backfill(int(job_id)).status
+
+
+@shared_task(name="claims.backfill_run_due", ignore_result=True)
+def backfill_run_due() -> str | None:
+    """Beat: start the backfill that is due, or resume one whose runner died."""
+    from claims.backfill import backfill_run_due as run_due
+
+    job = run_due()
+    return None if job is None else job.status

@@ -19,7 +19,7 @@ def test_overview_redirects_anonymous_user_to_login(client):
 
 @pytest.mark.django_db
 def test_overview_renders_for_logged_in_user(admin_client):
-    """A logged-in user sees the full page: layout, nav bar and both count cards."""
+    """A logged-in user sees the full page: layout, nav bar and the fleet cards."""
     response = admin_client.get("/")
 
     assert response.status_code == 200
@@ -30,13 +30,13 @@ def test_overview_renders_for_logged_in_user(admin_client):
 
 
 @pytest.mark.django_db
-def test_overview_htmx_request_gets_only_the_counts_fragment(admin_client):
-    """An HTMX request gets the counts fragment without the surrounding layout."""
+def test_overview_htmx_request_gets_only_the_live_fragment(admin_client):
+    """An HTMX request gets the live fragment without the surrounding layout."""
     response = admin_client.get("/", headers={"HX-Request": "true"})
 
     assert response.status_code == 200
     html = response.content.decode()
-    assert 'id="counts"' in html
+    assert 'id="overview-live"' in html
     assert "<nav" not in html
 
 

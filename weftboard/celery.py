@@ -11,6 +11,9 @@ from celery import Celery
 # `celery -A weftboard worker` starts without manage.py, so it needs the default too.
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "weftboard.settings")
 
+# How often beat looks for a due or orphaned visibility backfill.
+BACKFILL_POLL_S = 15.0
+
 app = Celery("weftboard")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
@@ -43,6 +46,13 @@ def schedule_passes(sender: Celery, **kwargs: Any) -> None:
             "task": "claims.mark_silent_engines_dead",
             "schedule": timing.ttl_ms / 1000,
             "options": {"expires": timing.ttl_ms / 1000},
+        },
+        # Starts scheduled backfills when due and resumes one whose runner died; a live
+        # runner holds the backfill lease, so this returns at once while one is working.
+        "backfill-run-due": {
+            "task": "claims.backfill_run_due",
+            "schedule": BACKFILL_POLL_S,
+            "options": {"expires": BACKFILL_POLL_S},
         },
     }
     from django.conf import settings

@@ -153,6 +153,9 @@ WEFTBOARD_WORKFLOW_MODULES = env_list("WEFTBOARD_WORKFLOW_MODULES", default="cla
 # A global switch that refuses every operator write; any text is shown as the reason.
 WEFTBOARD_READ_ONLY = os.environ.get("WEFTBOARD_READ_ONLY", "").strip()
 
+# Writes per user through the JSON API, e.g. "60/min" (ninja throttle syntax).
+WEFTBOARD_API_WRITE_RATE = os.environ.get("WEFTBOARD_API_WRITE_RATE", "60/min").strip()
+
 WEFTBOARD_METRICS_TOKEN = os.environ.get("WEFTBOARD_METRICS_TOKEN", "").strip()
 
 WEFT_CLAIM_TTL = os.environ.get("WEFT_CLAIM_TTL", "30s")

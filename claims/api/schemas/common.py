@@ -1,0 +1,63 @@
+"""What every route shares: error bodies, the time format, epoch and reason rules.
+
+Times go out twice: integer milliseconds, as stored and compared, and ISO 8601 UTC
+for people and generic clients.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Annotated, Any
+
+from ninja import Field, Schema
+from pydantic import StrictInt
+
+from claims.models import ENGINE_ID_MAX_LENGTH
+from claims.protocol.constants import MAX_SAFE_INTEGER
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+# Strict: "7", 7.0 and true are not epochs. Below 2**53 so a JavaScript client reads it exactly.
+Epoch = Annotated[StrictInt, Field(ge=1, le=MAX_SAFE_INTEGER)]
+Reason = Annotated[str, Field(min_length=1, max_length=2000)]
+EngineId = Annotated[str, Field(min_length=1, max_length=ENGINE_ID_MAX_LENGTH)]
+
+
+def utc(ms: int | None) -> datetime | None:
+    """Milliseconds since the Unix epoch as a UTC datetime; None when absent or out of range."""
+    if ms is None:
+        return None
+    try:
+        return _EPOCH + timedelta(milliseconds=ms)
+    except OverflowError:
+        return None
+
+
+def required_reason(value: str) -> str:
+    value = value.strip()
+    if not value:
+        raise ValueError("a reason is required")
+    return value
+
+
+class ErrorOut(Schema):
+    detail: str
+
+
+class ValidationErrorOut(Schema):
+    """422: a message, or the list of fields that failed validation."""
+
+    detail: str | list[dict[str, Any]]
+
+
+# Answers every route may give besides its own: documented once, listed on each route.
+READ_ERRORS: dict[int, Any] = {401: ErrorOut, 422: ValidationErrorOut}
+WRITE_ERRORS: dict[int, Any] = {
+    400: ErrorOut,
+    401: ErrorOut,
+    403: ErrorOut,
+    404: ErrorOut,
+    409: ErrorOut,
+    422: ValidationErrorOut,
+    429: ErrorOut,
+}

@@ -1,0 +1,105 @@
+"""Workflows: start, cancel, and the diagnostic ownership read."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from ninja import Field, Schema
+from pydantic import field_validator
+
+from claims.models import ClaimEvent, Workflow
+from claims.protocol.ids import check_workflow_id
+from claims.runtime.types import WORKFLOW_TYPE_MAX_LENGTH
+from claims.selectors.ownership import Ownership
+
+from .claims import ClaimStateOut
+from .common import utc
+from .fleet import RedriveOut
+
+
+class WorkflowOut(Schema):
+    workflow_id: str
+    workflow_type: str
+    status: str
+    created_at_ms: int
+    created_at: datetime | None
+    updated_at_ms: int
+    updated_at: datetime | None
+
+    @classmethod
+    def of(cls, workflow: Workflow) -> WorkflowOut:
+        return cls(
+            workflow_id=workflow.workflow_id,
+            workflow_type=workflow.workflow_type,
+            status=workflow.status,
+            created_at_ms=workflow.created_at_ms,
+            created_at=utc(workflow.created_at_ms),
+            updated_at_ms=workflow.updated_at_ms,
+            updated_at=utc(workflow.updated_at_ms),
+        )
+
+
+class WorkflowStartIn(Schema):
+    workflow_type: str = Field(min_length=1, max_length=WORKFLOW_TYPE_MAX_LENGTH)
+    input: Any = None
+    workflow_id: str | None = None
+
+    @field_validator("workflow_id")
+    @classmethod
+    def _valid_id(cls, value: str | None) -> str | None:
+        return None if value is None else check_workflow_id(value)
+
+
+class WorkflowCancelIn(Schema):
+    reason: str = Field("", max_length=2000)
+
+
+class WorkflowCancelOut(Schema):
+    workflow: WorkflowOut
+    claim: ClaimStateOut
+
+
+class EventOut(Schema):
+    id: int
+    kind: str
+    epoch_before: int | None
+    epoch_after: int | None
+    engine_id: str | None
+    actor: str | None
+    reason: str
+    at_ms: int
+    at: datetime | None
+
+    @classmethod
+    def of(cls, event: ClaimEvent) -> EventOut:
+        return cls(
+            id=event.pk,
+            kind=event.kind,
+            epoch_before=event.epoch_before,
+            epoch_after=event.epoch_after,
+            engine_id=event.engine_id,
+            actor=event.actor,
+            reason=event.reason,
+            at_ms=event.at_ms,
+            at=utc(event.at_ms),
+        )
+
+
+class OwnershipOut(Schema):
+    """The diagnostic read; ``workflow`` is null when the workflow was purged."""
+
+    workflow: WorkflowOut | None
+    claim: ClaimStateOut
+    pending_redrives: list[RedriveOut]
+    recent_events: list[EventOut]  # newest first
+
+    @classmethod
+    def of(cls, ownership: Ownership) -> OwnershipOut:
+        workflow = ownership.workflow
+        return cls(
+            workflow=None if workflow is None else WorkflowOut.of(workflow),
+            claim=ClaimStateOut.of(ownership.claim),
+            pending_redrives=[RedriveOut.of(row) for row in ownership.pending_redrives],
+            recent_events=[EventOut.of(event) for event in ownership.recent_events],
+        )

@@ -1,0 +1,32 @@
+"""The visibility-index backfill (DESIGN §2, §7 "Admin").
+
+``backfill_schedule`` / ``backfill_cancel`` are the operator's calls (admin, API);
+``backfill_run`` is the Celery task's body (``claims.backfill_run``) and
+``backfill_run_due`` beat's (``claims.backfill_run_due``): it starts due jobs and
+resumes running ones whose runner died.
+
+Outcomes: ``succeeded`` (and the VisibilityWatermark moves to version + 1) only when the
+whole table was walked with no conflicts; ``failed`` with "N conflicts ...; run it
+again" and no watermark when some rows changed under the run; ``failed`` with the error's
+type and first line when it raised; ``cancelled`` when cancelled (before the next batch).
+"""
+
+from __future__ import annotations
+
+from .errors import BackfillAlreadyActiveError, BackfillNotActiveError, BackfillReadOnlyError
+from .jobs import active_backfill, backfill_cancel, backfill_progress, backfill_schedule
+from .runner import DEFAULT_BATCH_SIZE, MAX_BATCH_SIZE, backfill_run, backfill_run_due
+
+__all__ = [
+    "DEFAULT_BATCH_SIZE",
+    "MAX_BATCH_SIZE",
+    "BackfillAlreadyActiveError",
+    "BackfillNotActiveError",
+    "BackfillReadOnlyError",
+    "active_backfill",
+    "backfill_cancel",
+    "backfill_progress",
+    "backfill_run",
+    "backfill_run_due",
+    "backfill_schedule",
+]

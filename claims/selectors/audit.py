@@ -1,0 +1,79 @@
+"""The audit log: claim transitions and operator actions, filtered, newest first."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from django.db.models import QuerySet
+
+from claims.models import ClaimEvent
+
+PAGE_SIZE = 50
+CSV_MAX_ROWS = 100_000
+CSV_COLUMNS = (
+    "id",
+    "at_ms",
+    "workflow_id",
+    "kind",
+    "epoch_before",
+    "epoch_after",
+    "engine_id",
+    "actor",
+    "reason",
+)
+
+
+@dataclass(frozen=True)
+class AuditFilters:
+    kind: str | None = None
+    engine: str | None = None
+    actor: str | None = None
+    prefix: str | None = None
+    since_ms: int | None = None
+    until_ms: int | None = None
+    operator_only: bool = False
+
+
+@dataclass(frozen=True)
+class AuditPage:
+    items: list[ClaimEvent]
+    next_cursor: int | None
+    as_of_ms: int
+
+
+def _events(filters: AuditFilters) -> QuerySet[ClaimEvent]:
+    rows = ClaimEvent.objects.order_by("-id")
+    if filters.kind:
+        rows = rows.filter(kind=filters.kind)
+    if filters.engine:
+        rows = rows.filter(engine_id=filters.engine)
+    if filters.actor:
+        rows = rows.filter(actor=filters.actor)
+    if filters.operator_only:
+        rows = rows.filter(actor__isnull=False)
+    if filters.prefix:
+        rows = rows.filter(workflow_id__startswith=filters.prefix)
+    if filters.since_ms is not None:
+        rows = rows.filter(at_ms__gte=filters.since_ms)
+    if filters.until_ms is not None:
+        rows = rows.filter(at_ms__lt=filters.until_ms)
+    return rows
+
+
+def audit_page(
+    filters: AuditFilters, *, now_ms: int, cursor: int | None = None, limit: int = PAGE_SIZE
+) -> AuditPage:
+    """One page of events older than ``cursor`` (an event id); one query."""
+    rows = _events(filters)
+    if cursor is not None:
+        rows = rows.filter(id__lt=cursor)
+    items = list(rows[: limit + 1])
+    next_cursor = items[limit - 1].id if len(items) > limit else None
+    return AuditPage(items[:limit], next_cursor, now_ms)
+
+
+def audit_rows(filters: AuditFilters) -> Iterator[tuple[object, ...]]:
+    """Every matching event as a CSV row, newest first, at most CSV_MAX_ROWS; streamed."""
+    rows = _events(filters).values_list(*CSV_COLUMNS)[:CSV_MAX_ROWS]
+    yield from rows.iterator(chunk_size=2_000)

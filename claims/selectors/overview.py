@@ -1,0 +1,256 @@
+"""The overview: fleet health, outcome counters and the alerts an on-call engineer acts on.
+
+Eight queries whatever the size of the fleet, plus one listing examples when some
+claims are held by silent engines.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.db.models import (
+    Count,
+    Exists,
+    Min,
+    OuterRef,
+    Q,
+    Sum,
+    Window,
+)
+
+from claims.models import (
+    ClaimCounter,
+    CounterName,
+    Engine,
+    EngineStatus,
+    PendingRedrive,
+    VisibilityWatermark,
+    Workflow,
+    WorkflowClaim,
+    WorkflowStatus,
+)
+from claims.protocol.states import ClaimState
+from claims.protocol.timing import ClaimTiming
+
+from .derived import LATE_INTERVALS, PASS_NAMES, claims_by_state_and_holder, pass_part
+from .fleet import LIVE_ENGINE_STATUSES, workflow_status_counts
+
+EXAMPLES = 5
+RECENTLY_DEAD_MS = 3_600_000
+
+
+@dataclass(frozen=True)
+class Alert:
+    level: str  # "critical" or "warning"
+    title: str
+    detail: str
+    link: str = ""  # a URL name, resolved by the template
+    query: str = ""
+    examples: list[str] = field(default_factory=list)
+    examples_are: str = "workflows"  # or "engines"
+
+
+@dataclass(frozen=True)
+class PassTimes:
+    name: str
+    newest_ms: int | None
+    oldest_ms: int | None
+    slowest_ms: float | None
+
+
+@dataclass(frozen=True)
+class Overview:
+    as_of_ms: int
+    timing: ClaimTiming
+    engines_by_status: dict[str, int]
+    claims_by_state: dict[ClaimState, int]
+    claim_total: int
+    workflows_by_status: dict[str, int]
+    counters: dict[str, int]
+    redrives: int
+    redrives_ageing: int
+    oldest_redrive_ms: int | None
+    passes: list[PassTimes]
+    alerts: list[Alert]
+
+
+def _ids_and_count(rows: Any) -> tuple[int, list[str]]:
+    """The first few ids and the total, in one query (a window count over the whole match)."""
+    found = list(
+        rows.order_by("workflow_id")
+        .annotate(total=Window(Count("pk")))
+        .values_list("workflow_id", "total")[:EXAMPLES]
+    )
+    return (found[0][1] if found else 0), [workflow_id for workflow_id, _ in found]
+
+
+def _pass_times(live: Sequence[Mapping[str, Any]]) -> list[PassTimes]:
+    times = []
+    for name in PASS_NAMES:
+        parts = [pass_part(e["pass_summary"], name) for e in live]
+        ats = [int(p["at_ms"]) for p in parts if "at_ms" in p]
+        durations = [float(p["duration_ms"]) for p in parts if "duration_ms" in p]
+        times.append(
+            PassTimes(
+                name, max(ats, default=None), min(ats, default=None), max(durations, default=None)
+            )
+        )
+    return times
+
+
+def overview(*, now_ms: int, timing: ClaimTiming) -> Overview:
+    """Everything the overview page shows, read at ``now_ms`` on the fleet clock."""
+    late_before = now_ms - LATE_INTERVALS * timing.renew_interval_ms
+    by_state, by_holder = claims_by_state_and_holder(WorkflowClaim.objects.all(), now_ms, timing)
+
+    holders = WorkflowClaim.objects.filter(
+        workflow_id=OuterRef("pk"), holder_engine_id__isnull=False
+    )
+    ownerless_running, ownerless_examples = _ids_and_count(
+        Workflow.objects.filter(status=WorkflowStatus.RUNNING).exclude(Exists(holders))
+    )
+
+    redrive = PendingRedrive.objects.aggregate(
+        total=Count("pk"),
+        ageing=Count("pk", filter=Q(first_failed_at_ms__lt=now_ms - timing.ttl_ms)),
+        oldest=Min("first_failed_at_ms"),
+    )
+    engine_totals = Engine.objects.aggregate(
+        **{status: Count("pk", filter=Q(status=status)) for status in EngineStatus.values},
+        recently_dead=Count(
+            "pk",
+            filter=Q(status=EngineStatus.DEAD, heartbeat_at_ms__gte=now_ms - RECENTLY_DEAD_MS),
+        ),
+    )
+    live = list(
+        Engine.objects.filter(status__in=LIVE_ENGINE_STATUSES)
+        .order_by("engine_id")
+        .values("engine_id", "heartbeat_at_ms", "clock_skew_ms", "pass_summary")
+    )
+    fresh = {e["engine_id"] for e in live if e["heartbeat_at_ms"] >= late_before}
+    silent = sorted(engine for engine in by_holder if engine not in fresh)
+    stale_held = sum(by_holder[engine] for engine in silent)
+    stale_examples: list[str] = []
+    if silent:  # one more query, only when there is something to show
+        stale_examples = list(
+            WorkflowClaim.objects.filter(holder_engine_id__in=silent)
+            .order_by("workflow_id")
+            .values_list("workflow_id", flat=True)[:EXAMPLES]
+        )
+    counters = dict.fromkeys(CounterName.values, 0)
+    for row in ClaimCounter.objects.values("name").annotate(total=Sum("value")).order_by():
+        counters[row["name"]] = int(row["total"] or 0)
+    workflows_by_status = workflow_status_counts()
+    index_complete = VisibilityWatermark.objects.exists()
+
+    alerts: list[Alert] = []
+    if ownerless_running:
+        alerts.append(
+            Alert(
+                "critical",
+                f"{ownerless_running} running workflow(s) with no holder",
+                "Stranded until a reclaim pass claims them; persistent counts mean no live "
+                "engine runs their type, or reclaim is not running.",
+                "claims:claims",
+                "state=ownerless",
+                ownerless_examples,
+            )
+        )
+    if stale_held:
+        alerts.append(
+            Alert(
+                "critical",
+                f"{stale_held} claim(s) held by a silent or dead engine",
+                f"The holder has not heartbeated for {LATE_INTERVALS} renew intervals: these "
+                "workflows are not progressing until their claims expire and are taken over.",
+                "claims:engines",
+                "",
+                stale_examples,
+            )
+        )
+    if redrive["ageing"]:
+        alerts.append(
+            Alert(
+                "warning",
+                f"{redrive['ageing']} re-drive(s) pending for longer than the TTL",
+                "The holder keeps the claim but its drive keeps failing.",
+                "claims:redrives",
+            )
+        )
+    if engine_totals["recently_dead"]:
+        alerts.append(
+            Alert(
+                "critical",
+                f"{engine_totals['recently_dead']} engine(s) died in the last hour",
+                "Marked dead after 3 x TTL without a heartbeat; their claims are reclaimable.",
+                "claims:engines",
+                "status=dead",
+            )
+        )
+    skewed = [
+        e["engine_id"]
+        for e in live
+        if e["clock_skew_ms"] is not None and abs(e["clock_skew_ms"]) > timing.safe_skew_ms
+    ]
+    if skewed:
+        alerts.append(
+            Alert(
+                "warning",
+                f"{len(skewed)} engine(s) with clock skew over {timing.safe_skew_ms} ms",
+                "The safe limit is TTL - 3 x renew interval; engines judge expiry on the "
+                "database clock, but their hosts' clocks need attention.",
+                "claims:engines",
+                "",
+                skewed[:EXAMPLES],
+                "engines",
+            )
+        )
+    late = sorted(
+        {
+            e["engine_id"]
+            for e in live
+            for name in PASS_NAMES
+            if (pass_part(e["pass_summary"], name).get("at_ms") or e["heartbeat_at_ms"])
+            < late_before
+        }
+    )
+    if late:
+        alerts.append(
+            Alert(
+                "warning",
+                f"{len(late)} engine(s) with a pass late by over {LATE_INTERVALS} intervals",
+                "A renew, reclaim or wake pass has not finished recently: a hung pass or a "
+                "stalled worker.",
+                "claims:engines",
+                "",
+                late[:EXAMPLES],
+                "engines",
+            )
+        )
+    if not index_complete:
+        alerts.append(
+            Alert(
+                "warning",
+                "Visibility index incomplete",
+                "No backfill has finished clean, so listing pages cannot trust the index; "
+                "the reclaim scan of the Workflow table still finds un-indexed workflows.",
+                "claims:backfills",
+            )
+        )
+
+    return Overview(
+        as_of_ms=now_ms,
+        timing=timing,
+        engines_by_status={status: engine_totals[status] for status in EngineStatus.values},
+        claims_by_state=by_state,
+        claim_total=sum(by_state.values()),
+        workflows_by_status=workflows_by_status,
+        counters=counters,
+        redrives=redrive["total"],
+        redrives_ageing=redrive["ageing"],
+        oldest_redrive_ms=redrive["oldest"],
+        passes=_pass_times(live),
+        alerts=alerts,
+    )

@@ -1,0 +1,164 @@
+"""One workflow as an operator reads it: status, claim, epoch timeline, checkpoints, re-drives.
+
+Five queries whatever the workflow's history (events are capped at EVENT_LIMIT).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from claims.models import ClaimEvent, Engine, PendingRedrive, Workflow, WorkflowClaim
+from claims.protocol.states import derive_claim_state
+from claims.protocol.timing import ClaimTiming
+from claims.store.rows import HOLDER_COLUMNS, claim_row_from_values
+
+from .claims import ClaimView
+from .timeline import Timeline, epoch_timeline
+
+EVENT_LIMIT = 200
+PREVIEW_CHARS = 160
+
+
+@dataclass(frozen=True)
+class Checkpoint:
+    name: str
+    epoch: int | None
+    engine_id: str | None
+    at_ms: int | None
+    preview: str
+
+
+@dataclass(frozen=True)
+class HolderEngine:
+    engine_id: str
+    status: str
+    heartbeat_at_ms: int
+
+
+@dataclass(frozen=True)
+class WorkflowDetail:
+    workflow_id: str
+    workflow: Workflow | None  # None once purged: the claim row outlives it
+    claim: ClaimView | None
+    holder_engine: HolderEngine | None
+    holder_known: bool  # False when the holder names an engine never registered
+    events: list[ClaimEvent]  # newest first
+    events_capped: bool
+    timeline: Timeline | None
+    checkpoints: list[Checkpoint]
+    park: dict[str, Any] | None
+    outcome: tuple[str, str] | None  # ("result" | "error", preview)
+    redrives: list[PendingRedrive]
+    as_of_ms: int
+
+
+def preview(value: Any) -> str:
+    """Compact JSON, cut to PREVIEW_CHARS, for a table cell."""
+    text = json.dumps(value, sort_keys=True, default=str, separators=(",", ":"))
+    return text if len(text) <= PREVIEW_CHARS else text[: PREVIEW_CHARS - 1] + "…"
+
+
+def claim_view(workflow_id: str, *, now_ms: int, timing: ClaimTiming) -> ClaimView | None:
+    """The claim of one workflow with its derived state, or None if it was never claimed."""
+    values = (
+        WorkflowClaim.objects.filter(workflow_id=workflow_id)
+        .values_list("epoch", *HOLDER_COLUMNS)
+        .first()
+    )
+    if values is None:
+        return None
+    row = claim_row_from_values(workflow_id, *values)
+    holder = row.holder
+    expires = None if holder is None else holder.expires_at_ms
+    return ClaimView(
+        workflow_id=workflow_id,
+        epoch=row.epoch,
+        holder_engine_id=None if holder is None else holder.engine_id,
+        holder_epoch=None if holder is None else holder.epoch,
+        expires_at_ms=expires,
+        claimed_at_ms=None if holder is None else holder.claimed_at_ms,
+        state=derive_claim_state(row, now_ms, timing),
+        expires_in_ms=None if expires is None else expires - now_ms,
+    )
+
+
+def _checkpoints(state: dict[str, Any]) -> list[Checkpoint]:
+    steps = state.get("steps") if isinstance(state, dict) else None
+    if not isinstance(steps, dict):
+        return []
+    checkpoints = []
+    for name, record in steps.items():
+        record = record if isinstance(record, dict) else {"result": record}
+        checkpoints.append(
+            Checkpoint(
+                name=str(name),
+                epoch=record.get("epoch"),
+                engine_id=record.get("engine_id"),
+                at_ms=record.get("at_ms"),
+                preview=preview(record.get("result")),
+            )
+        )
+    checkpoints.sort(key=lambda c: (c.at_ms is None, c.at_ms or 0, c.name))
+    return checkpoints
+
+
+def workflow_detail(workflow_id: str, *, now_ms: int, timing: ClaimTiming) -> WorkflowDetail | None:
+    """None when neither the workflow nor a claim row exists for this id."""
+    workflow = Workflow.objects.filter(workflow_id=workflow_id).first()
+    claim = claim_view(workflow_id, now_ms=now_ms, timing=timing)
+    if workflow is None and claim is None:
+        return None
+    events = list(
+        ClaimEvent.objects.filter(workflow_id=workflow_id).order_by("-id")[: EVENT_LIMIT + 1]
+    )
+    capped = len(events) > EVENT_LIMIT
+    events = events[:EVENT_LIMIT]
+    holder_engine = None
+    holder_id = None if claim is None else claim.holder_engine_id
+    if holder_id:
+        found = (
+            Engine.objects.filter(engine_id=holder_id)
+            .values_list("engine_id", "status", "heartbeat_at_ms")
+            .first()
+        )
+        holder_engine = None if found is None else HolderEngine(*found)
+    timeline = epoch_timeline(
+        [
+            {
+                "kind": e.kind,
+                "engine_id": e.engine_id,
+                "at_ms": e.at_ms,
+                "epoch_before": e.epoch_before,
+                "epoch_after": e.epoch_after,
+                "actor": e.actor,
+                "reason": e.reason,
+            }
+            for e in reversed(events)
+        ],
+        now_ms=now_ms,
+        holder_engine_id=holder_id,
+        epoch=None if claim is None else claim.epoch,
+    )
+    state = workflow.state if workflow is not None and isinstance(workflow.state, dict) else {}
+    outcome = None
+    for key in ("result", "error"):
+        if key in state:
+            outcome = (key, preview(state[key]))
+    park = state.get("park") if isinstance(state.get("park"), dict) else None
+    return WorkflowDetail(
+        workflow_id=workflow_id,
+        workflow=workflow,
+        claim=claim,
+        holder_engine=holder_engine,
+        holder_known=holder_engine is not None or not holder_id,
+        events=events,
+        events_capped=capped,
+        timeline=timeline,
+        checkpoints=_checkpoints(state),
+        park=park,
+        outcome=outcome,
+        redrives=list(PendingRedrive.objects.filter(workflow_id=workflow_id).order_by("engine_id")),
+        as_of_ms=now_ms,
+    )

@@ -1,0 +1,60 @@
+"""API bearer tokens: minted once, stored as a SHA-256 hash, looked up by that hash.
+
+The secret has 256 random bits, so a plain hash (no salt, no slow KDF) is enough:
+nobody can guess a preimage, and the hash doubles as the lookup key.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+from datetime import timedelta
+
+from django.db.models import QuerySet
+from django.utils import timezone
+
+from claims.models import ApiToken
+
+SECRET_PREFIX = "wb_"
+SHOWN_PREFIX_LENGTH = 8
+# Refreshing last_used_at on every call would turn every read into a write.
+LAST_USED_RESOLUTION = timedelta(minutes=1)
+
+
+def token_hash(secret: str) -> str:
+    return hashlib.sha256(secret.encode()).hexdigest()
+
+
+def api_token_mint(token: ApiToken) -> str:
+    """Give an unsaved token a fresh secret, save it, and return the secret.
+
+    The caller shows the secret once; it is never stored nor recoverable.
+    """
+    secret = SECRET_PREFIX + secrets.token_urlsafe(32)
+    token.prefix = secret[:SHOWN_PREFIX_LENGTH]
+    token.token_hash = token_hash(secret)
+    token.save()
+    return secret
+
+
+def api_token_authenticate(secret: str) -> ApiToken | None:
+    """The live token with this secret (its user loaded and active), or None."""
+    if not secret.startswith(SECRET_PREFIX):
+        return None
+    token = (
+        ApiToken.objects.select_related("user")
+        .filter(token_hash=token_hash(secret), revoked_at__isnull=True, user__is_active=True)
+        .first()
+    )
+    if token is None:
+        return None
+    now = timezone.now()
+    if token.last_used_at is None or now - token.last_used_at >= LAST_USED_RESOLUTION:
+        ApiToken.objects.filter(pk=token.pk).update(last_used_at=now)
+        token.last_used_at = now
+    return token
+
+
+def api_tokens_revoke(tokens: QuerySet[ApiToken]) -> int:
+    """Revoke the tokens not yet revoked; returns how many were."""
+    return tokens.filter(revoked_at__isnull=True).update(revoked_at=timezone.now())

@@ -1,0 +1,25 @@
+"""Operator pages: thin views over claims.selectors and the claim services."""
+
+from .actions import claim_release, claim_takeover, workflow_cancel_action
+from .audit import audit
+from .claims import claims
+from .engines import engine, engines
+from .overview import overview
+from .queues import backfills, redrives
+from .reclaim import reclaim
+from .workflows import workflow
+
+__all__ = [
+    "audit",
+    "backfills",
+    "claim_release",
+    "claim_takeover",
+    "claims",
+    "engine",
+    "engines",
+    "overview",
+    "reclaim",
+    "redrives",
+    "workflow",
+    "workflow_cancel_action",
+]

@@ -1,0 +1,41 @@
+"""The engines of the fleet, and one engine: heartbeat, skew, passes, counters, holdings."""
+
+from __future__ import annotations
+
+from django.http import HttpResponse
+from django.views.decorators.http import require_GET
+
+from claims.models import EngineStatus
+from claims.selectors.engines import engine_detail, engine_list
+from weftboard.http import HtmxHttpRequest
+
+from .errors import NotFound
+from .inputs import engine_id_param, optional_choice
+from .pages import fleet_now, operator_page, render_page
+
+
+@require_GET
+@operator_page
+def engines(request: HtmxHttpRequest) -> HttpResponse:
+    """Live engines first; four queries whatever the fleet's size."""
+    status = optional_choice(request.GET, "status", EngineStatus.values)
+    now, timing = fleet_now()
+    context = {
+        "engines": engine_list(now_ms=now, timing=timing, status=status),
+        "statuses": EngineStatus.values,
+        "status": status,
+        "timing": timing,
+    }
+    return render_page(request, "claims/engines.html", context, fragments=["engines-live"])
+
+
+@require_GET
+@operator_page
+def engine(request: HtmxHttpRequest, engine_id: str) -> HttpResponse:
+    engine_id = engine_id_param(engine_id)
+    now, timing = fleet_now()
+    detail = engine_detail(engine_id, now_ms=now, timing=timing)
+    if detail is None:
+        raise NotFound(f"no engine with id {engine_id!r}")
+    context = {"e": detail, "timing": timing}
+    return render_page(request, "claims/engine.html", context, fragments=["engine-live"])

@@ -1,0 +1,94 @@
+"""Reading request parameters: every id, epoch and filter is checked before it reaches a query."""
+
+from __future__ import annotations
+
+import unicodedata
+from collections.abc import Iterable
+from datetime import UTC, datetime
+
+from django.http import QueryDict
+
+from claims.models import ENGINE_ID_MAX_LENGTH, WORKFLOW_ID_MAX_LENGTH
+from claims.protocol.constants import MAX_SAFE_INTEGER
+from claims.protocol.errors import InvalidWorkflowIdError
+from claims.protocol.ids import check_workflow_id
+
+from .errors import BadInput
+
+TEXT_MAX_LENGTH = 255
+REASON_MAX_LENGTH = 2_000
+
+
+def checked_text(value: str, *, what: str, max_length: int = TEXT_MAX_LENGTH) -> str:
+    """Text that fits its column and holds no control characters."""
+    if len(value) > max_length:
+        raise BadInput(f"{what} must be at most {max_length} characters; got {len(value)}")
+    if any(unicodedata.category(char).startswith("C") for char in value):
+        raise BadInput(f"{what} must not contain control characters")
+    return value
+
+
+def workflow_id_param(value: str) -> str:
+    try:
+        return check_workflow_id(value)
+    except InvalidWorkflowIdError as error:
+        raise BadInput(str(error)) from error
+
+
+def engine_id_param(value: str) -> str:
+    if not value:
+        raise BadInput("an engine id must not be empty")
+    return checked_text(value, what="an engine id", max_length=ENGINE_ID_MAX_LENGTH)
+
+
+def optional_text(params: QueryDict, name: str, *, max_length: int = TEXT_MAX_LENGTH) -> str | None:
+    value = params.get(name, "").strip()
+    if not value:
+        return None
+    return checked_text(value, what=name, max_length=max_length)
+
+
+def optional_prefix(params: QueryDict, name: str = "prefix") -> str | None:
+    return optional_text(params, name, max_length=WORKFLOW_ID_MAX_LENGTH)
+
+
+def optional_choice(params: QueryDict, name: str, choices: Iterable[str]) -> str | None:
+    value = params.get(name, "").strip()
+    if not value:
+        return None
+    allowed = list(choices)
+    if value not in allowed:
+        raise BadInput(f"{name} must be one of {', '.join(allowed)}; got {value[:40]!r}")
+    return value
+
+
+def positive_int(value: str, *, what: str) -> int:
+    """A whole number from 1 to 2^53 - 1, written in plain digits."""
+    text = value.strip()
+    if not text.isascii() or not text.isdigit():
+        raise BadInput(f"{what} must be a whole number of 1 or more; got {value[:40]!r}")
+    number = int(text)
+    if not 1 <= number <= MAX_SAFE_INTEGER:
+        raise BadInput(f"{what} must be between 1 and 2^53 - 1; got {text[:40]}")
+    return number
+
+
+def optional_positive_int(params: QueryDict, name: str, *, what: str) -> int | None:
+    value = params.get(name, "")
+    return None if value.strip() == "" else positive_int(value, what=what)
+
+
+def optional_utc_ms(params: QueryDict, name: str) -> int | None:
+    """A UTC date and time such as 2025-06-01T12:00 (what a datetime-local input sends)."""
+    value = params.get(name, "").strip()
+    if not value:
+        return None
+    try:
+        moment = datetime.fromisoformat(value.removesuffix("Z"))
+    except ValueError as error:
+        raise BadInput(
+            f"{name} must be a UTC date and time like 2025-06-01T12:00; got {value[:40]!r}"
+        ) from error
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return int(moment.timestamp() * 1000)

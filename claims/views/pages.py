@@ -1,0 +1,69 @@
+"""What every operator page shares: login, the fleet clock, and full page or fragment."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from functools import wraps
+from typing import Any, TypeVar
+from urllib.parse import quote
+
+from django.conf import settings
+from django.contrib.auth.views import redirect_to_login
+from django.http import HttpResponse, HttpResponseBase
+from django.shortcuts import render
+from django_htmx.http import HttpResponseClientRedirect
+
+from claims.clock import fleet_clock
+from claims.conf import claim_timing
+from claims.protocol.errors import ClaimError
+from claims.protocol.timing import ClaimTiming
+from weftboard.http import HtmxHttpRequest
+
+from .errors import BadInput, error_response
+
+View = TypeVar("View", bound=Callable[..., HttpResponseBase])
+
+
+def operator_page(view: View) -> View:
+    """Login required (an HTMX request is sent to the login page whole, never swapped
+    into a fragment), and the error vocabulary mapped to 4xx error fragments."""
+
+    @wraps(view)
+    def wrapper(request: HtmxHttpRequest, *args: Any, **kwargs: Any) -> HttpResponseBase:
+        if not request.user.is_authenticated:
+            if request.htmx:
+                page = request.htmx.current_url_abs_path or request.get_full_path()
+                return HttpResponseClientRedirect(f"{settings.LOGIN_URL}?next={quote(page)}")
+            return redirect_to_login(request.get_full_path())
+        try:
+            return view(request, *args, **kwargs)
+        except (BadInput, ClaimError) as error:
+            return error_response(request, error)
+
+    return wrapper  # type: ignore[return-value]
+
+
+def fleet_now() -> tuple[int, ClaimTiming]:
+    """Now on the fleet's time base (the database clock) and the claim timing."""
+    return fleet_clock()(), claim_timing()
+
+
+def wants_fragment(request: HtmxHttpRequest) -> bool:
+    """An HTMX swap wants a fragment; a history restore wants the whole page back."""
+    return bool(request.htmx) and not request.htmx.history_restore_request
+
+
+def render_page(
+    request: HtmxHttpRequest,
+    template: str,
+    context: dict[str, Any],
+    *,
+    fragments: Sequence[str],
+    status: int = 200,
+) -> HttpResponse:
+    """The full page, or for HTMX the fragment whose id is the request's target
+    (the first fragment when the target is not one of them)."""
+    if wants_fragment(request):
+        target = request.htmx.target
+        template += "#" + (target if target and target in fragments else fragments[0])
+    return render(request, template, context, status=status)

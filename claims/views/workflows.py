@@ -1,0 +1,40 @@
+"""One workflow: its claim, epoch timeline, checkpoints and the actions on it."""
+
+from __future__ import annotations
+
+from django.http import HttpResponse
+from django.views.decorators.http import require_GET
+
+from claims.models import TERMINAL_STATUSES
+from claims.selectors.workflow_detail import workflow_detail
+from weftboard.http import HtmxHttpRequest
+
+from .errors import NotFound
+from .inputs import workflow_id_param
+from .pages import fleet_now, operator_page, render_page
+from .permissions import CANCEL_WORKFLOW, FORCE_CLAIM, action_refusal
+
+
+@require_GET
+@operator_page
+def workflow(request: HtmxHttpRequest, workflow_id: str) -> HttpResponse:
+    """Two live fragments (summary and history) around a panel for the action forms."""
+    workflow_id = workflow_id_param(workflow_id)
+    now, timing = fleet_now()
+    detail = workflow_detail(workflow_id, now_ms=now, timing=timing)
+    if detail is None:
+        raise NotFound(f"no workflow and no claim with id {workflow_id!r}")
+    running = detail.workflow is not None and detail.workflow.status not in TERMINAL_STATUSES
+    context = {
+        "d": detail,
+        "timing": timing,
+        "claim_refusal": action_refusal(request.user, FORCE_CLAIM),
+        "cancel_refusal": action_refusal(request.user, CANCEL_WORKFLOW)
+        or (None if running else "the workflow is not running"),
+    }
+    return render_page(
+        request,
+        "claims/workflow.html",
+        context,
+        fragments=["workflow-summary", "workflow-history"],
+    )

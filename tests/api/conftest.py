@@ -1,0 +1,146 @@
+"""Users, tokens and rows for the API tests; times are relative to the fleet clock."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any
+from urllib.parse import quote
+
+import pytest
+from django.contrib.auth.models import Permission
+from django.core.cache import cache
+from django.test import Client
+
+from claims.clock import fleet_clock
+from claims.models import ApiToken, Engine, EngineStatus, Workflow, WorkflowClaim, WorkflowStatus
+from claims.tokens import api_token_mint
+
+API = "/api/v1"
+WRITE_PERMISSIONS = ("force_claim", "cancel_workflow", "add_workflow", "schedule_backfill")
+
+
+def url(path: str) -> str:
+    return API + path
+
+
+def wf_url(workflow_id: str, rest: str) -> str:
+    """The URL of a workflow route, the id percent-encoded as a client would send it."""
+    return f"{API}/workflows/{quote(workflow_id, safe='')}{rest}"
+
+
+def post(client: Client, path: str, body: Any = None, headers: dict[str, str] | None = None) -> Any:
+    data = {} if body is None else body
+    return client.post(path, data, content_type="application/json", headers=headers)
+
+
+def now_ms() -> int:
+    return fleet_clock()()
+
+
+@pytest.fixture(autouse=True)
+def _fresh_throttle() -> Iterator[None]:
+    """Throttle history lives in the cache, which outlives a test's transaction."""
+    cache.clear()
+    yield
+    cache.clear()
+
+
+@pytest.fixture
+def operator(django_user_model: Any) -> Any:
+    user = django_user_model.objects.create_user("operator", password="pw")
+    user.user_permissions.set(
+        Permission.objects.filter(content_type__app_label="claims", codename__in=WRITE_PERMISSIONS)
+    )
+    return user
+
+
+@pytest.fixture
+def viewer(django_user_model: Any) -> Any:
+    return django_user_model.objects.create_user("viewer", password="pw")
+
+
+@pytest.fixture
+def operator_client(operator: Any) -> Client:
+    client = Client()
+    client.force_login(operator)
+    return client
+
+
+@pytest.fixture
+def viewer_client(viewer: Any) -> Client:
+    client = Client()
+    client.force_login(viewer)
+    return client
+
+
+@pytest.fixture
+def token_for() -> Callable[..., str]:
+    """Mint a token for a user; returns the secret, as the admin shows it once."""
+
+    def mint(user: Any, scope: str = "read", name: str = "ci") -> str:
+        return api_token_mint(ApiToken(name=name, user=user, scope=scope))
+
+    return mint
+
+
+def bearer(secret: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {secret}"}
+
+
+def make_workflow(
+    workflow_id: str, *, status: str = WorkflowStatus.RUNNING, workflow_type: str = "order"
+) -> Workflow:
+    now = now_ms()
+    return Workflow.objects.create(
+        workflow_id=workflow_id,
+        workflow_type=workflow_type,
+        status=status,
+        state={"input": None, "steps": {}},
+        created_at_ms=now,
+        updated_at_ms=now,
+    )
+
+
+def make_claim(
+    workflow_id: str, *, epoch: int = 3, engine: str | None = "e-1", expires_in_ms: int = 60_000
+) -> WorkflowClaim:
+    """A claim row held by ``engine`` (None: ownerless) expiring ``expires_in_ms`` from now."""
+    now = now_ms()
+    held = engine is not None
+    return WorkflowClaim.objects.create(
+        workflow_id=workflow_id,
+        epoch=epoch,
+        holder_engine_id=engine,
+        holder_epoch=epoch if held else None,
+        holder_expires_at_ms=now + expires_in_ms if held else None,
+        holder_claimed_at_ms=now - 1_000 if held else None,
+    )
+
+
+def make_engine(
+    engine_id: str, *, status: str = EngineStatus.ACTIVE, queue: str | None = None
+) -> Engine:
+    now = now_ms()
+    return Engine.objects.create(
+        engine_id=engine_id,
+        hostname="host",
+        pid=1,
+        queue=f"engine.{engine_id}" if queue is None else queue,
+        started_at_ms=now - 60_000,
+        heartbeat_at_ms=now - 1_000,
+        status=status,
+    )
+
+
+def claim_values(workflow_id: str) -> tuple[Any, ...]:
+    return tuple(
+        WorkflowClaim.objects.filter(workflow_id=workflow_id)
+        .values_list(
+            "epoch",
+            "holder_engine_id",
+            "holder_epoch",
+            "holder_expires_at_ms",
+            "holder_claimed_at_ms",
+        )
+        .get()
+    )

@@ -1,0 +1,131 @@
+"""Users and rows for the page tests; times are relative to the fleet clock."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+from unittest import mock
+
+import pytest
+from django.contrib.auth.models import Permission
+from django.test import Client
+
+from claims.clock import fleet_clock
+from claims.models import (
+    ClaimEvent,
+    Engine,
+    EngineStatus,
+    Workflow,
+    WorkflowClaim,
+    WorkflowStatus,
+)
+
+TTL_MS = 30_000
+RENEW_MS = 5_000
+HTMX = {"HTTP_HX_REQUEST": "true"}
+
+
+def now_ms() -> int:
+    return fleet_clock()()
+
+
+def htmx(target: str | None = None) -> dict[str, str]:
+    """Headers of an HTMX request, optionally naming the element it swaps."""
+    return {**HTMX, **({"HTTP_HX_TARGET": target} if target else {})}
+
+
+def make_engine(engine_id: str, *, status: str = EngineStatus.ACTIVE, **fields: Any) -> Engine:
+    now = now_ms()
+    values: dict[str, Any] = {
+        "hostname": "host-1",
+        "pid": 100,
+        "queue": f"engine.{engine_id}",
+        "started_at_ms": now - 60_000,
+        "heartbeat_at_ms": now,
+        "status": status,
+        "clock_skew_ms": 3,
+        "clock_error_ms": 1,
+    }
+    values.update(fields)
+    return Engine.objects.create(engine_id=engine_id, **values)
+
+
+def make_workflow(
+    workflow_id: str, *, status: str = WorkflowStatus.RUNNING, **fields: Any
+) -> Workflow:
+    now = now_ms()
+    values: dict[str, Any] = {
+        "workflow_type": "order",
+        "state": {"input": {}, "steps": {}},
+        "created_at_ms": now - 10_000,
+        "updated_at_ms": now - 5_000,
+    }
+    values.update(fields)
+    return Workflow.objects.create(workflow_id=workflow_id, status=status, **values)
+
+
+def make_claim(
+    workflow_id: str, *, epoch: int = 1, engine: str | None = "e-1", expires_in_ms: int = TTL_MS
+) -> WorkflowClaim:
+    now = now_ms()
+    held = engine is not None
+    return WorkflowClaim.objects.create(
+        workflow_id=workflow_id,
+        epoch=epoch,
+        holder_engine_id=engine,
+        holder_epoch=epoch if held else None,
+        holder_expires_at_ms=now + expires_in_ms if held else None,
+        holder_claimed_at_ms=now - 1_000 if held else None,
+    )
+
+
+def make_event(workflow_id: str, kind: str, **fields: Any) -> ClaimEvent:
+    values: dict[str, Any] = {"at_ms": now_ms(), "engine_id": "e-1", "reason": ""}
+    values.update(fields)
+    return ClaimEvent.objects.create(workflow_id=workflow_id, kind=kind, **values)
+
+
+@pytest.fixture(autouse=True)
+def _claim_settings(settings: Any) -> None:
+    settings.WEFT_CLAIM_TTL = f"{TTL_MS}ms"
+    settings.WEFT_CLAIM_RENEW_INTERVAL = f"{RENEW_MS}ms"
+    settings.WEFTBOARD_READ_ONLY = ""
+
+
+def _user(django_user_model: Any, name: str, codenames: tuple[str, ...]) -> Any:
+    user = django_user_model.objects.create_user(name, password="pw")
+    user.user_permissions.set(
+        Permission.objects.filter(content_type__app_label="claims", codename__in=codenames)
+    )
+    return user
+
+
+@pytest.fixture
+def operator(django_user_model: Any) -> Any:
+    return _user(django_user_model, "alice", ("force_claim", "cancel_workflow"))
+
+
+@pytest.fixture
+def viewer(django_user_model: Any) -> Any:
+    return _user(django_user_model, "victor", ())
+
+
+@pytest.fixture
+def operator_client(operator: Any) -> Client:
+    client = Client()
+    client.force_login(operator)
+    return client
+
+
+@pytest.fixture
+def viewer_client(viewer: Any) -> Client:
+    client = Client()
+    client.force_login(viewer)
+    return client
+
+
+@pytest.fixture
+def adopt_send() -> Iterator[mock.MagicMock]:
+    """The broker boundary: the adopt message is captured instead of sent."""
+    with mock.patch("claims.tasks.adopt.apply_async") as send:
+        yield send

@@ -1,0 +1,134 @@
+"""Engines, one engine, and the reclaim scan's progress."""
+
+from __future__ import annotations
+
+import pytest
+
+from claims.models import ClaimCounter, ClaimEvent, ReclaimCursor, Workflow
+
+from .conftest import htmx, make_claim, make_engine, make_workflow, now_ms
+
+pytestmark = pytest.mark.django_db
+
+
+def reclaim_summary(now: int, **candidates: int) -> dict:
+    found = {
+        "stale_holders": 0,
+        "unheld_indexed": 0,
+        "authoritative_scan": 0,
+        "pending_redrives": 0,
+    }
+    found.update(candidates)
+    return {
+        "reclaim": {
+            "status": "completed",
+            "at_ms": now,
+            "duration_ms": 40.0,
+            "candidates": found,
+            "scanned": 500,
+            "wrapped": False,
+            "attempted": 3,
+            "reclaimed": 2,
+            "errors": 0,
+        },
+        "histograms": {"renew": {"counts": [5, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1], "sum": 0.2}},
+    }
+
+
+def test_engines_list_live_first_with_holdings_and_counters(operator_client):
+    """Active engines come before dead ones; holdings link to the claims filtered by engine."""
+    make_engine("e-dead", status="dead", heartbeat_at_ms=0)
+    make_engine("e-live")
+    make_claim("wf-1", engine="e-live")
+    ClaimCounter.objects.create(engine_id="e-live", name="takeover", value=5)
+
+    html = operator_client.get("/engines/", **htmx()).content.decode()
+
+    assert html.index("/engines/e-live/") < html.index("/engines/e-dead/")
+    assert 'href="/claims/?engine=e-live">1</a>' in html
+    assert "0 / 5" in html  # acquired / takeover
+
+
+def test_engines_status_filter(operator_client):
+    """?status=dead lists only dead engines; an unknown status is a 400."""
+    make_engine("e-dead", status="dead")
+    make_engine("e-live")
+
+    html = operator_client.get("/engines/?status=dead", **htmx()).content.decode()
+
+    assert "/engines/e-dead/" in html
+    assert "/engines/e-live/" not in html
+    assert operator_client.get("/engines/?status=zombie").status_code == 400
+
+
+@pytest.mark.parametrize("rows", [3, 30])
+def test_engines_query_count_is_fixed(operator_client, rows, django_assert_num_queries):
+    """Engines, counters and holdings are three reads whatever the fleet's size."""
+    for n in range(rows):
+        make_engine(f"e-{n}")
+        make_claim(f"wf-{n}", engine=f"e-{n}")
+        ClaimCounter.objects.create(engine_id=f"e-{n}", name="acquired", value=1)
+
+    with django_assert_num_queries(5):
+        operator_client.get("/engines/", **htmx())
+
+
+def test_engine_page_shows_skew_passes_histogram_and_holdings(operator_client):
+    """One engine: heartbeat, skew with its error bound, pass summaries and durations."""
+    now = now_ms()
+    make_engine("e-1", clock_skew_ms=7, clock_error_ms=2, pass_summary=reclaim_summary(now))
+    make_claim("wf-1", engine="e-1")
+    ClaimEvent.objects.create(workflow_id="wf-1", kind="acquired", engine_id="e-1", at_ms=now)
+
+    html = operator_client.get("/engines/e-1/").content.decode()
+
+    assert "7 ms</span> ± 2 ms" in html
+    assert "renew pass durations" in html
+    assert 'href="/claims/?engine=e-1">1 claims</a>' in html
+    assert "stale_holders=0" in html
+    assert 'href="/workflows/wf-1/"' in html
+
+
+def test_unknown_engine_is_a_404_and_a_bad_id_a_400(operator_client):
+    """Engine ids are checked like workflow ids."""
+    assert operator_client.get("/engines/nope/").status_code == 404
+    assert operator_client.get("/engines/" + "e" * 256 + "/").status_code == 400
+
+
+def test_reclaim_cursor_is_a_progress_bar_over_the_keyspace(operator_client):
+    """Position = ids at or before the cursor over all ids; candidates summed by source."""
+    for n in range(600):
+        Workflow(
+            workflow_id=f"wf-{n:04d}",
+            workflow_type="t",
+            status="completed",
+            created_at_ms=0,
+            updated_at_ms=0,
+        ).save()
+    ReclaimCursor.objects.create(
+        name="default",
+        last_workflow_id="wf-0149",
+        wraps=3,
+        scanned_total=1234,
+        updated_at_ms=now_ms(),
+        updated_by="e-1",
+    )
+    make_engine("e-1", pass_summary=reclaim_summary(now_ms(), stale_holders=4))
+    make_engine("e-2", pass_summary=reclaim_summary(now_ms(), stale_holders=1, unheld_indexed=2))
+
+    html = operator_client.get("/reclaim/", **htmx()).content.decode()
+
+    assert 'aria-valuenow="25.0"' in html
+    assert "150 of 600 workflow ids" in html
+    assert "3 full sweeps" in html
+    assert '<span class="kpi__value">5</span><span class="kpi__label">stale</span>' in html
+    assert "next wrap in about" in html
+
+
+def test_reclaim_page_query_count(operator_client, django_assert_num_queries):
+    """Cursor, one counting query over the keyspace, live engines."""
+    make_workflow("wf-1")
+    make_engine("e-1", pass_summary=reclaim_summary(now_ms()))
+
+    with django_assert_num_queries(5):
+        operator_client.get("/reclaim/", **htmx())

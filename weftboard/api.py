@@ -1,0 +1,136 @@
+"""The JSON API at /api/v1/: authentication, and the one place errors become status codes.
+
+400 unreadable body · 401 no valid session or token · 403 read-only switch, read-only
+token, missing permission, failed CSRF · 404 unknown workflow or job · 409 stale epoch
+(with the fresh claim), finished workflow, id in use, active backfill · 422 bad input,
+including an unknown workflow type and a target engine that is unknown or not active
+· 429 too many writes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import ObjectDoesNotExist, PermissionDenied
+from django.http import HttpRequest, HttpResponse
+from ninja import NinjaAPI
+from ninja.errors import AuthenticationError, HttpError
+from ninja.security import APIKeyCookie, HttpBearer
+from ninja.utils import check_csrf
+
+from claims.api import router as claims_router
+from claims.api.schemas import ClaimStateOut, StaleEpochOut
+from claims.backfill import (
+    BackfillAlreadyActiveError,
+    BackfillNotActiveError,
+    BackfillReadOnlyError,
+)
+from claims.clock import fleet_clock
+from claims.conf import claim_timing
+from claims.protocol.errors import (
+    ClaimConfigError,
+    InvalidTransitionError,
+    InvalidWorkflowIdError,
+    StaleEpochError,
+    WorkflowClaimUnavailableError,
+    WorkflowNotFoundError,
+)
+from claims.runtime.errors import UnknownWorkflowTypeError
+from claims.selectors.ownership import claim_snapshot
+from claims.tokens import api_token_authenticate
+
+
+class BearerTokenAuth(HttpBearer):
+    """``Authorization: Bearer <secret>``. A bearer header that does not name a live token
+    is refused outright (401) rather than falling back to the session."""
+
+    def __call__(self, request: HttpRequest) -> Any:
+        # Unlike HttpBearer's, never log the header: it may hold a secret.
+        scheme, _, secret = request.headers.get(self.header, "").partition(" ")
+        if scheme.lower() != self.openapi_scheme:
+            return None
+        return self.authenticate(request, secret.strip())
+
+    def authenticate(self, request: HttpRequest, token: str) -> Any:
+        api_token = api_token_authenticate(token)
+        if api_token is None:
+            raise AuthenticationError(message="invalid or revoked API token")
+        # Permissions, throttling and the audit actor all follow the token's user.
+        request.user = api_token.user
+        return api_token
+
+
+class SessionCsrfAuth(APIKeyCookie):
+    """The Django session; unsafe methods also need the CSRF token. Unlike ninja's
+    SessionAuth, an anonymous request gets 401 before any CSRF verdict."""
+
+    param_name = "sessionid"  # names the cookie in the OpenAPI document only
+
+    def __call__(self, request: HttpRequest) -> Any:
+        if not request.user.is_authenticated:
+            return None
+        if self.csrf and check_csrf(request) is not None:
+            raise HttpError(403, "CSRF check failed")
+        return request.user
+
+    def authenticate(self, request: HttpRequest, key: str | None) -> Any:
+        return request.user if request.user.is_authenticated else None
+
+
+api = NinjaAPI(
+    title="weftboard",
+    version="1",
+    description="Claims, workflows and the fleet of weft engines. Errors are "
+    '`{"detail": ...}`; see each route for its status codes.',
+    auth=[BearerTokenAuth(), SessionCsrfAuth()],
+    urls_namespace="api-v1",
+    docs_decorator=login_required,
+)
+api.add_router("/", claims_router)
+
+
+def _stale_epoch(request: HttpRequest, exc: Any) -> HttpResponse:
+    """409 with the claim as it is now, so the client re-decides instead of retrying blind."""
+    snapshot = claim_snapshot(exc.workflow_id, now_ms=fleet_clock()(), timing=claim_timing())
+    body = StaleEpochOut(
+        detail=str(exc),
+        workflow_id=exc.workflow_id,
+        expected_epoch=exc.expected_epoch,
+        current=ClaimStateOut.of(snapshot),
+    )
+    return api.create_response(request, body.model_dump(mode="json"), status=409)
+
+
+def _not_found(request: HttpRequest, exc: Any) -> HttpResponse:
+    # A model's DoesNotExist names the query; say only what was asked for.
+    detail = str(exc) if isinstance(exc, WorkflowNotFoundError) else "not found"
+    return api.create_response(request, {"detail": detail}, status=404)
+
+
+def _answer(status: int) -> Callable[[HttpRequest, Any], HttpResponse]:
+    def handler(request: HttpRequest, exc: Any) -> HttpResponse:
+        return api.create_response(request, {"detail": str(exc)}, status=status)
+
+    return handler
+
+
+ERROR_STATUS: dict[type[Exception], int] = {
+    PermissionDenied: 403,
+    InvalidTransitionError: 409,
+    WorkflowClaimUnavailableError: 409,
+    InvalidWorkflowIdError: 422,
+    ClaimConfigError: 422,
+    UnknownWorkflowTypeError: 422,
+    BackfillAlreadyActiveError: 409,
+    BackfillNotActiveError: 409,
+    # A ClaimConfigError, but the read-only switch is a refusal, not bad input.
+    BackfillReadOnlyError: 403,
+}
+
+for error, status in ERROR_STATUS.items():
+    api.add_exception_handler(error, _answer(status))
+api.add_exception_handler(StaleEpochError, _stale_epoch)
+api.add_exception_handler(WorkflowNotFoundError, _not_found)
+api.add_exception_handler(ObjectDoesNotExist, _not_found)
