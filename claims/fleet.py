@@ -10,7 +10,8 @@ from typing import Any
 from django.db import IntegrityError, transaction
 from django.db.models import F
 
-from claims.models import ClaimCounter, Engine, EngineStatus
+from claims.models import ClaimCounter, Engine, EngineStatus, FleetSnapshot
+from claims.protocol.timing import ClaimTiming
 
 ENGINE_VERSION = "0.1.0"
 # An engine silent this many TTLs is dead: its claims have long been reclaimable.
@@ -78,3 +79,13 @@ def counters_add(*, engine_id: str, deltas: Mapping[str, int]) -> None:
                 ClaimCounter.objects.create(engine_id=engine_id, name=name, value=delta)
         except IntegrityError:
             mine.update(value=F("value") + delta)
+
+
+def fleet_snapshot_take(*, now_ms: int, timing: ClaimTiming) -> None:
+    """Scan the fleet once for every overview poll until the next snapshot."""
+    from claims.selectors.overview import fleet_scan
+
+    scan = fleet_scan(now_ms=now_ms, timing=timing)
+    FleetSnapshot.objects.update_or_create(
+        id=1, defaults={"taken_at_ms": scan.taken_at_ms, "data": scan.as_json()}
+    )

@@ -373,3 +373,20 @@ class ApiToken(models.Model):
 
     def __str__(self) -> str:
         return f"{self.name} ({self.prefix}…, {self.scope})"
+
+
+class FleetSnapshot(models.Model):
+    """The whole-fleet aggregates the overview shows, taken once per renew interval by beat,
+    so every operator's poll reads one row instead of scanning every claim and workflow."""
+
+    id = models.PositiveSmallIntegerField(primary_key=True, default=1, editable=False)
+    taken_at_ms = models.BigIntegerField()
+    data = models.JSONField(default=dict)
+
+    class Meta:
+        constraints = [
+            models.CheckConstraint(condition=Q(id=1), name="fleet_snapshot_singleton"),
+        ]
+
+    def __str__(self) -> str:
+        return f"fleet snapshot at {self.taken_at_ms}"

@@ -83,3 +83,13 @@ def backfill_run_due() -> str | None:
 
     job = run_due()
     return None if job is None else job.status
+
+
+@shared_task(name="claims.fleet_snapshot", ignore_result=True)
+def fleet_snapshot() -> None:
+    """Beat takes the overview's fleet aggregates once per renew interval."""
+    from claims.clock import fleet_clock
+    from claims.conf import claim_timing
+    from claims.fleet import fleet_snapshot_take
+
+    fleet_snapshot_take(now_ms=fleet_clock()(), timing=claim_timing())

@@ -42,6 +42,11 @@ def schedule_passes(sender: Celery, **kwargs: Any) -> None:
             "schedule": timing.renew_interval_ms / 1000,
             "options": {"expires": timing.renew_interval_ms / 1000},
         },
+        "fleet-snapshot": {
+            "task": "claims.fleet_snapshot",
+            "schedule": timing.renew_interval_ms / 1000,
+            "options": {"expires": timing.renew_interval_ms / 1000},
+        },
         "mark-silent-engines-dead": {
             "task": "claims.mark_silent_engines_dead",
             "schedule": timing.ttl_ms / 1000,

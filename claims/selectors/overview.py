@@ -1,7 +1,9 @@
 """The overview: fleet health, outcome counters and the alerts an on-call engineer acts on.
 
-Eight queries whatever the size of the fleet, plus one listing examples when some
-claims are held by silent engines.
+The claim and workflow aggregates come from the snapshot beat takes once per renew
+interval (one query); without a fresh one they are scanned now. Six more queries
+whatever the size of the fleet, plus one listing examples when some claims are
+held by silent engines.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from claims.models import (
     CounterName,
     Engine,
     EngineStatus,
+    FleetSnapshot,
     PendingRedrive,
     VisibilityWatermark,
     Workflow,
@@ -63,6 +66,7 @@ class PassTimes:
 @dataclass(frozen=True)
 class Overview:
     as_of_ms: int
+    scanned_at_ms: int  # when the claim and workflow aggregates were taken
     timing: ClaimTiming
     engines_by_status: dict[str, int]
     claims_by_state: dict[ClaimState, int]
@@ -100,17 +104,80 @@ def _pass_times(live: Sequence[Mapping[str, Any]]) -> list[PassTimes]:
     return times
 
 
-def overview(*, now_ms: int, timing: ClaimTiming) -> Overview:
-    """Everything the overview page shows, read at ``now_ms`` on the fleet clock."""
-    late_before = now_ms - LATE_INTERVALS * timing.renew_interval_ms
-    by_state, by_holder = claims_by_state_and_holder(WorkflowClaim.objects.all(), now_ms, timing)
+@dataclass(frozen=True)
+class FleetScan:
+    """The aggregates that cost a scan of every claim and workflow."""
 
+    taken_at_ms: int
+    by_state: dict[ClaimState, int]
+    by_holder: dict[str, int]
+    ownerless_running: int
+    ownerless_examples: list[str]
+    workflows_by_status: dict[str, int]
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "by_state": self.by_state,
+            "by_holder": self.by_holder,
+            "ownerless_running": self.ownerless_running,
+            "ownerless_examples": self.ownerless_examples,
+            "workflows_by_status": self.workflows_by_status,
+        }
+
+    @classmethod
+    def from_json(cls, taken_at_ms: int, data: dict[str, Any]) -> FleetScan:
+        return cls(
+            taken_at_ms,
+            data["by_state"],
+            data["by_holder"],
+            data["ownerless_running"],
+            data["ownerless_examples"],
+            data["workflows_by_status"],
+        )
+
+
+# A snapshot older than this many renew intervals is ignored (beat takes one per interval).
+SNAPSHOT_FRESH_INTERVALS = 2
+
+
+def fleet_scan(*, now_ms: int, timing: ClaimTiming) -> FleetScan:
+    """Three scans: claims by derived state and holder, stranded running workflows, statuses."""
+    by_state, by_holder = claims_by_state_and_holder(WorkflowClaim.objects.all(), now_ms, timing)
     holders = WorkflowClaim.objects.filter(
         workflow_id=OuterRef("pk"), holder_engine_id__isnull=False
     )
     ownerless_running, ownerless_examples = _ids_and_count(
         Workflow.objects.filter(status=WorkflowStatus.RUNNING).exclude(Exists(holders))
     )
+    return FleetScan(
+        now_ms,
+        by_state,
+        by_holder,
+        ownerless_running,
+        ownerless_examples,
+        workflow_status_counts(),
+    )
+
+
+def latest_fleet_scan(*, now_ms: int, timing: ClaimTiming) -> FleetScan:
+    """The snapshot beat took, if fresh (one query); otherwise a scan made now."""
+    row = FleetSnapshot.objects.filter(id=1).values_list("taken_at_ms", "data").first()
+    if row is not None:
+        taken_at_ms, data = row
+        if 0 <= now_ms - taken_at_ms <= SNAPSHOT_FRESH_INTERVALS * timing.renew_interval_ms:
+            try:
+                return FleetScan.from_json(taken_at_ms, data)
+            except (KeyError, TypeError):
+                pass  # written by another version: scan instead
+    return fleet_scan(now_ms=now_ms, timing=timing)
+
+
+def overview(*, now_ms: int, timing: ClaimTiming) -> Overview:
+    """Everything the overview page shows, read at ``now_ms`` on the fleet clock."""
+    late_before = now_ms - LATE_INTERVALS * timing.renew_interval_ms
+    scan = latest_fleet_scan(now_ms=now_ms, timing=timing)
+    by_state, by_holder = scan.by_state, scan.by_holder
+    ownerless_running, ownerless_examples = scan.ownerless_running, scan.ownerless_examples
 
     redrive = PendingRedrive.objects.aggregate(
         total=Count("pk"),
@@ -142,7 +209,7 @@ def overview(*, now_ms: int, timing: ClaimTiming) -> Overview:
     counters = dict.fromkeys(CounterName.values, 0)
     for row in ClaimCounter.objects.values("name").annotate(total=Sum("value")).order_by():
         counters[row["name"]] = int(row["total"] or 0)
-    workflows_by_status = workflow_status_counts()
+    workflows_by_status = scan.workflows_by_status
     index_complete = VisibilityWatermark.objects.exists()
 
     alerts: list[Alert] = []
@@ -242,6 +309,7 @@ def overview(*, now_ms: int, timing: ClaimTiming) -> Overview:
 
     return Overview(
         as_of_ms=now_ms,
+        scanned_at_ms=scan.taken_at_ms,
         timing=timing,
         engines_by_status={status: engine_totals[status] for status in EngineStatus.values},
         claims_by_state=by_state,

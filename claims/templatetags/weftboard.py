@@ -127,6 +127,11 @@ def as_of(ms: int) -> SafeString:
 
 
 @register.simple_tag
+def utc_time_of(ms: int) -> str:
+    return utc_time(ms)
+
+
+@register.simple_tag
 def state_badge(state: str) -> SafeString:
     return format_html(
         '<span class="badge badge--{}" title="{}"><span aria-hidden="true">{}</span> {}</span>',
