@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from django.db.models import Q
 
 from claims.models import WorkflowClaim
+from claims.protocol.records import ClaimRow
 from claims.protocol.states import ClaimState, derive_claim_state
 from claims.protocol.timing import ClaimTiming
 from claims.store.passes import HOLDER_INVALID, HOLDER_PRESENT
@@ -32,6 +33,22 @@ class ClaimPage:
     items: list[ClaimView]
     next_cursor: str | None
     as_of_ms: int
+
+
+def claim_view(row: ClaimRow, now_ms: int, timing: ClaimTiming) -> ClaimView:
+    """What an operator sees of one claim row at ``now_ms``."""
+    holder = row.holder
+    expires = None if holder is None else holder.expires_at_ms
+    return ClaimView(
+        workflow_id=row.workflow_id,
+        epoch=row.epoch,
+        holder_engine_id=None if holder is None else holder.engine_id,
+        holder_epoch=None if holder is None else holder.epoch,
+        expires_at_ms=expires,
+        claimed_at_ms=None if holder is None else holder.claimed_at_ms,
+        state=derive_claim_state(row, now_ms, timing),
+        expires_in_ms=None if expires is None else expires - now_ms,
+    )
 
 
 def state_condition(state: ClaimState, now_ms: int, timing: ClaimTiming) -> Q:
@@ -70,22 +87,9 @@ def claim_list(
     if cursor:
         rows = rows.filter(workflow_id__gt=cursor)
     values = list(rows.values_list("workflow_id", "epoch", *HOLDER_COLUMNS)[: limit + 1])
-    items = []
-    for workflow_id, *columns in values[:limit]:
-        row = claim_row_from_values(workflow_id, *columns)
-        holder = row.holder
-        expires = None if holder is None else holder.expires_at_ms
-        items.append(
-            ClaimView(
-                workflow_id=workflow_id,
-                epoch=row.epoch,
-                holder_engine_id=None if holder is None else holder.engine_id,
-                holder_epoch=None if holder is None else holder.epoch,
-                expires_at_ms=expires,
-                claimed_at_ms=None if holder is None else holder.claimed_at_ms,
-                state=derive_claim_state(row, now_ms, timing),
-                expires_in_ms=None if expires is None else expires - now_ms,
-            )
-        )
+    items = [
+        claim_view(claim_row_from_values(workflow_id, *columns), now_ms, timing)
+        for workflow_id, *columns in values[:limit]
+    ]
     next_cursor = items[-1].workflow_id if len(values) > limit else None
     return ClaimPage(items, next_cursor, now_ms)

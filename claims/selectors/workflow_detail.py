@@ -10,11 +10,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from claims.models import ClaimEvent, Engine, PendingRedrive, Workflow, WorkflowClaim
-from claims.protocol.states import derive_claim_state
 from claims.protocol.timing import ClaimTiming
 from claims.store.rows import HOLDER_COLUMNS, claim_row_from_values
 
 from .claims import ClaimView
+from .claims import claim_view as view_of_row
 from .timeline import Timeline, epoch_timeline
 
 EVENT_LIMIT = 200
@@ -69,19 +69,7 @@ def claim_view(workflow_id: str, *, now_ms: int, timing: ClaimTiming) -> ClaimVi
     )
     if values is None:
         return None
-    row = claim_row_from_values(workflow_id, *values)
-    holder = row.holder
-    expires = None if holder is None else holder.expires_at_ms
-    return ClaimView(
-        workflow_id=workflow_id,
-        epoch=row.epoch,
-        holder_engine_id=None if holder is None else holder.engine_id,
-        holder_epoch=None if holder is None else holder.epoch,
-        expires_at_ms=expires,
-        claimed_at_ms=None if holder is None else holder.claimed_at_ms,
-        state=derive_claim_state(row, now_ms, timing),
-        expires_in_ms=None if expires is None else expires - now_ms,
-    )
+    return view_of_row(claim_row_from_values(workflow_id, *values), now_ms, timing)
 
 
 def _checkpoints(state: dict[str, Any]) -> list[Checkpoint]:
