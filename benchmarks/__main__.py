@@ -1,4 +1,4 @@
-"""python -m benchmarks [--large] [--only renew,reclaim,micro] [--both] [--strict]
+"""python -m benchmarks [--large] [--only renew,reclaim,micro,pages] [--both] [--strict]
 
 Runs on SQLite by default, on PostgreSQL when DATABASE_URL points at one; ``--both``
 runs SQLite then PostgreSQL, each in its own process. Prints one table per database
@@ -20,7 +20,7 @@ from .report import Section, Target, combined_summary, results_path, targets_sec
 from .setup import ROOT, configure_django, database_version, throwaway_database
 
 POSTGRES_URL = "postgres://postgres@127.0.0.1:5432/test"
-PARTS = ("renew", "reclaim", "micro")
+PARTS = ("renew", "reclaim", "micro", "pages")
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
@@ -84,7 +84,7 @@ def run_one(args: argparse.Namespace) -> int:
     configure_django()
     from django.db import connection
 
-    from . import micro, reclaim, renew
+    from . import micro, pages, reclaim, renew
 
     vendor = connection.vendor
     # The requirement's targets are on PostgreSQL; on SQLite they are reported for reference.
@@ -117,6 +117,11 @@ def run_one(args: argparse.Namespace) -> int:
             print("\n".join(["", *section.render()]), flush=True)
         if "micro" in args.parts:
             payload["micro"], section, found = micro.run(binding=binding)
+            sections.append(section)
+            targets += found
+            print("\n".join(["", *section.render()]), flush=True)
+        if "pages" in args.parts:
+            payload["pages"], section, found = pages.run(binding=binding)
             sections.append(section)
             targets += found
             print("\n".join(["", *section.render()]), flush=True)

@@ -1,0 +1,558 @@
+"""Pages: the claims page, every live fragment and /metrics, rendered server-side with
+100,000 claims and 20 engines, through Django's test Client as a logged-in operator.
+
+Server time is the wall time of ``Client.get`` in this process: URL resolution, middleware
+(sessions, auth, CSRF, htmx, Prometheus), the view's queries and the template render; no
+network and no browser. The test environment's template instrumentation (a signal per
+render that the Client answers by copying the context) is switched off while timing, as
+production has none.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import gc
+import math
+import random
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+from django.contrib.auth.models import Permission, User
+from django.db import connection
+from django.test import Client
+from django.test.utils import CaptureQueriesContext
+
+from claims.clock import fleet_clock
+from claims.engine.histogram import BUCKETS_S
+from claims.models import (
+    BackfillJob,
+    BackfillStatus,
+    ClaimCounter,
+    ClaimEvent,
+    CounterName,
+    Engine,
+    EngineStatus,
+    FleetSnapshot,
+    PendingRedrive,
+    ReclaimCursor,
+    VisibilityWatermark,
+    Workflow,
+    WorkflowClaim,
+    WorkflowStatus,
+    WorkflowVisibility,
+)
+from claims.protocol.reclaim import CURSOR_NAME
+
+from .report import Section, Target, Timing, fmt
+from .setup import analyze, bulk_insert, delete_rows, timed_ms
+
+CLAIMS = 100_000
+ENGINES = 20
+DEAD_ENGINES = 2
+DISPOSING_ENGINES = 1
+HELD_LIVE = 40_000  # running, held by a live engine, well inside the TTL
+IN_GRACE = 500  # running, past expires_at but inside the grace
+EXPIRED = 1_000  # running, held by a dead engine, past the grace
+INVALID = 50  # running, a malformed holder
+OWNERLESS_RUNNING = 200  # running, claim row without holder (stranded)
+UNINDEXED = 300  # no visibility row
+EVENTS_PER_FEATURED = 80  # the workflow whose detail fragments are measured
+REDRIVES = 40
+WARMUP = 3
+REPS = 30
+SNAPSHOT_REPS = 10
+FRAGMENT_TARGET_MS = 50.0
+METRICS_TARGET_MS = 100.0
+SEED = 20_260_612
+MINUTE_MS = 60_000
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    key: str
+    label: str
+    path: str
+    target: str | None  # the HX-Target of a fragment request; None: a full page or /metrics
+    limit_ms: float
+    # The overview reads the fleet snapshot beat takes every renew interval: "fresh" takes
+    # one first, as beat would have; "none" deletes it (the overview then scans itself).
+    snapshot: str | None = None
+    binding: bool = True
+
+
+@dataclass
+class Fleet:
+    engines: list[str]
+    live_engines: list[str]
+    featured: str
+    expired_holder: str
+
+
+def _engine_ids() -> list[str]:
+    rng = random.Random(SEED)
+    return [f"{rng.getrandbits(128):032x}"[:8] + f"-bench-{n:02d}" for n in range(ENGINES)]
+
+
+def _pass_summary(rng: random.Random, now: int) -> dict[str, Any]:
+    def histogram() -> dict[str, Any]:
+        counts = [rng.randint(0, 500) for _ in range(len(BUCKETS_S) + 1)]
+        return {"counts": counts, "sum": round(sum(counts) * 0.01, 3)}
+
+    return {
+        "renew": {"renewed": 2_000, "failed": 0, "at_ms": now - 1_000, "duration_ms": 40.0},
+        "reclaim": {
+            "status": "completed",
+            "reclaimed": 3,
+            "attempted": 5,
+            "errors": 0,
+            "candidates": {
+                "stale_holders": 4,
+                "unheld_indexed": 1,
+                "authoritative_scan": 0,
+                "pending_redrives": 2,
+            },
+            "scanned": 500,
+            "wrapped": False,
+            "at_ms": now - 2_000,
+            "duration_ms": 25.0,
+        },
+        "wake": {"driven": 2, "at_ms": now - 1_500, "duration_ms": 1.0},
+        "histograms": {name: histogram() for name in ("renew", "reclaim", "wake")},
+    }
+
+
+def _clear() -> None:
+    for model in (
+        WorkflowClaim,
+        ClaimEvent,
+        WorkflowVisibility,
+        Workflow,
+        ReclaimCursor,
+        PendingRedrive,
+        ClaimCounter,
+        Engine,
+        BackfillJob,
+        VisibilityWatermark,
+        FleetSnapshot,
+    ):
+        if model in (WorkflowClaim, ClaimEvent, WorkflowVisibility, Workflow):
+            delete_rows(model)
+        else:
+            model.objects.all().delete()
+    User.objects.filter(username="bench-operator").delete()
+
+
+def _arrange() -> tuple[Fleet, dict[str, Any]]:
+    """100,000 workflows, each with a claim row: 40,000 held live by 17 engines, some in
+    grace, expired (held by the dead engines), invalid or stranded, the rest finished."""
+    _clear()
+    started = time.perf_counter()
+    rng = random.Random(SEED)
+    now = fleet_clock()()
+    engines = _engine_ids()
+    dead = engines[:DEAD_ENGINES]
+    disposing = engines[DEAD_ENGINES : DEAD_ENGINES + DISPOSING_ENGINES]
+    live = engines[DEAD_ENGINES + DISPOSING_ENGINES :]
+    Engine.objects.bulk_create(
+        Engine(
+            engine_id=engine_id,
+            hostname=f"host-{n % 5}",
+            pid=1_000 + n,
+            queue=f"engine.{engine_id}",
+            started_at_ms=now - 3_600_000,
+            heartbeat_at_ms=now - (20 * MINUTE_MS if engine_id in dead else 1_000),
+            clock_skew_ms=rng.randint(-40, 40),
+            clock_error_ms=1,
+            status=(
+                EngineStatus.DEAD
+                if engine_id in dead
+                else EngineStatus.DISPOSING
+                if engine_id in disposing
+                else EngineStatus.ACTIVE
+            ),
+            held_count=HELD_LIVE // len(live),
+            version="0.1.0",
+            pass_summary=_pass_summary(rng, now),
+        )
+        for n, engine_id in enumerate(engines)
+    )
+    ids = [f"wf-{n:06d}" for n in range(CLAIMS)]
+    order = list(range(CLAIMS))
+    rng.shuffle(order)
+    cuts = {}
+    position = 0
+    for kind, count in (
+        ("live", HELD_LIVE),
+        ("grace", IN_GRACE),
+        ("expired", EXPIRED),
+        ("invalid", INVALID),
+        ("stranded", OWNERLESS_RUNNING),
+    ):
+        cuts[kind] = sorted(order[position : position + count])
+        position += count
+    kind_of = {n: kind for kind, members in cuts.items() for n in members}
+    status = {
+        n: WorkflowStatus.RUNNING
+        if n in kind_of
+        else (WorkflowStatus.COMPLETED if rng.random() < 0.8 else WorkflowStatus.FAILED)
+        for n in range(CLAIMS)
+    }
+    created = now - 86_400_000
+    bulk_insert(
+        Workflow,
+        [
+            Workflow(
+                workflow_id=ids[n],
+                workflow_type=("order", "invoice", "ledger")[n % 3],
+                status=status[n],
+                state={"input": {"items": n % 7}, "steps": {}},
+                created_at_ms=created + n,
+                updated_at_ms=created + n,
+            )
+            for n in range(CLAIMS)
+        ],
+    )
+    hidden = set(rng.sample(range(CLAIMS), UNINDEXED))
+    bulk_insert(
+        WorkflowVisibility,
+        [
+            WorkflowVisibility(
+                workflow_id=ids[n],
+                status=status[n],
+                workflow_type=("order", "invoice", "ledger")[n % 3],
+                updated_at_ms=created + n,
+            )
+            for n in range(CLAIMS)
+            if n not in hidden
+        ],
+    )
+
+    def claim(n: int) -> WorkflowClaim:
+        epoch = 1 + n % 5
+        kind = kind_of.get(n)
+        row = WorkflowClaim(workflow_id=ids[n], epoch=epoch)
+        if kind is None or kind == "stranded":
+            return row
+        engine = dead[n % len(dead)] if kind == "expired" else live[n % len(live)]
+        expires = {
+            "live": now + 10 * MINUTE_MS + n % 20_000,
+            "grace": now - 2_000,
+            "expired": now - 10 * MINUTE_MS,
+            "invalid": now + MINUTE_MS,
+        }[kind]
+        row.holder_engine_id = engine
+        row.holder_epoch = epoch + 1 if kind == "invalid" else epoch  # a mismatch: invalid
+        row.holder_expires_at_ms = expires
+        row.holder_claimed_at_ms = expires - 30_000
+        return row
+
+    bulk_insert(WorkflowClaim, [claim(n) for n in range(CLAIMS)])
+    featured = ids[cuts["live"][len(cuts["live"]) // 2]]
+    events = [
+        ClaimEvent(
+            workflow_id=ids[n],
+            kind="acquired",
+            epoch_before=None,
+            epoch_after=1 + n % 5,
+            engine_id=live[n % len(live)],
+            at_ms=now - 3_600_000 + n,
+        )
+        for n in cuts["live"]
+    ]
+    events += [
+        ClaimEvent(
+            workflow_id=featured,
+            kind=("takeover", "deposed", "forced_release", "acquired")[i % 4],
+            epoch_before=i,
+            epoch_after=i + 1,
+            engine_id=live[i % len(live)],
+            actor="alice" if i % 4 == 2 else None,
+            reason="bench" if i % 4 == 2 else "",
+            at_ms=now - (EVENTS_PER_FEATURED - i) * MINUTE_MS,
+        )
+        for i in range(EVENTS_PER_FEATURED)
+    ]
+    bulk_insert(ClaimEvent, events)
+    PendingRedrive.objects.bulk_create(
+        PendingRedrive(
+            engine_id=live[i % len(live)],
+            workflow_id=ids[cuts["live"][i]],
+            epoch=1 + cuts["live"][i] % 5,
+            attempts=1 + i % 4,
+            last_error="OperationalError: could not serialize access",
+            first_failed_at_ms=now - i * 10_000,
+            last_failed_at_ms=now - 1_000,
+        )
+        for i in range(REDRIVES)
+    )
+    ClaimCounter.objects.bulk_create(
+        ClaimCounter(engine_id=engine_id, name=name, value=rng.randint(0, 100_000))
+        for engine_id in engines
+        for name in CounterName.values
+    )
+    ReclaimCursor.objects.create(
+        name=CURSOR_NAME,
+        last_workflow_id=ids[CLAIMS // 3],
+        wraps=7,
+        scanned_total=7 * CLAIMS + CLAIMS // 3,
+        updated_at_ms=now - 2_000,
+        updated_by=live[0],
+    )
+    moment = dt.datetime.fromtimestamp(now / 1000, tz=dt.UTC)
+    BackfillJob.objects.bulk_create(
+        BackfillJob(
+            status=BackfillStatus.SUCCEEDED,
+            requested_by="alice",
+            run_at=moment - dt.timedelta(days=i + 1),
+            started_at=moment - dt.timedelta(days=i + 1),
+            finished_at=moment - dt.timedelta(days=i + 1) + dt.timedelta(minutes=3),
+            processed=CLAIMS,
+            inserted=10,
+            total_estimate=CLAIMS,
+        )
+        for i in range(3)
+    )
+    VisibilityWatermark.objects.create(pk=1, version=3, built_at_ms=now - 86_400_000)
+    analyzed = analyze()
+    fleet = Fleet(engines, live, featured, dead[0])
+    return fleet, {"load_s": round(time.perf_counter() - started, 1), "analyzed": analyzed}
+
+
+def _endpoints(fleet: Fleet) -> list[Endpoint]:
+    f, m = FRAGMENT_TARGET_MS, METRICS_TARGET_MS
+    workflow = f"/workflows/{fleet.featured}/"
+    engine = f"/engines/{fleet.live_engines[0]}/"
+    return [
+        Endpoint("claims_page", "claims page (full)", "/claims/", None, f),
+        Endpoint("claims_table", "claims table", "/claims/", "claims-table", f),
+        Endpoint(
+            "claims_page_3",
+            "  page after wf-050000",
+            "/claims/?cursor=wf-050000",
+            "claims-table",
+            f,
+        ),
+        Endpoint(
+            "claims_engine",
+            "  engine filter",
+            f"/claims/?engine={fleet.live_engines[3]}",
+            "claims-table",
+            f,
+        ),
+        Endpoint("claims_prefix", "  prefix wf-0777", "/claims/?prefix=wf-0777", "claims-table", f),
+        Endpoint("claims_expired", "  state=expired", "/claims/?state=expired", "claims-table", f),
+        Endpoint(
+            "claims_invalid",
+            "  state=invalid (50 rows)",
+            "/claims/?state=invalid",
+            "claims-table",
+            f,
+        ),
+        Endpoint("overview", "overview fragment", "/", "overview-live", f, snapshot="fresh"),
+        Endpoint(
+            "overview_no_snapshot",
+            "  with no fresh snapshot",
+            "/",
+            "overview-live",
+            f,
+            snapshot="none",
+            binding=False,
+        ),
+        Endpoint("workflow_summary", "workflow summary", workflow, "workflow-summary", f),
+        Endpoint("workflow_history", "workflow history", workflow, "workflow-history", f),
+        Endpoint("engines", "engines fragment", "/engines/", "engines-live", f),
+        Endpoint("engine", "engine fragment", engine, "engine-live", f),
+        Endpoint("reclaim", "reclaim fragment", "/reclaim/", "reclaim-live", f),
+        Endpoint("redrives", "re-drives fragment", "/redrives/", "redrives-live", f),
+        Endpoint("backfills", "backfills fragment", "/backfills/", "backfills-live", f),
+        Endpoint("audit", "audit fragment", "/audit/", "audit-live", f),
+        Endpoint("metrics", "/metrics", "/metrics", None, m),
+    ]
+
+
+@contextmanager
+def _production_templates() -> Iterator[None]:
+    """Undo setup_test_environment()'s template instrumentation for the block."""
+    from django.template.base import Template
+    from django.test import utils
+
+    saved = getattr(getattr(utils, "_TestState", None), "saved_data", None)
+    original = getattr(saved, "template_render", None)
+    instrumented = getattr(Template, "_render")  # noqa: B009 (private to Django)
+    if original is not None:
+        setattr(Template, "_render", original)  # noqa: B010 (a method swap)
+    try:
+        yield
+    finally:
+        setattr(Template, "_render", instrumented)  # noqa: B010
+
+
+def _operator() -> User:
+    user = User.objects.create_user("bench-operator", password=None, is_staff=True)
+    user.user_permissions.set(
+        Permission.objects.filter(
+            content_type__app_label="claims",
+            codename__in=["force_claim", "cancel_workflow", "schedule_backfill"],
+        )
+    )
+    return user
+
+
+def _headers(endpoint: Endpoint) -> dict[str, str]:
+    if endpoint.target is None:
+        return {}
+    return {"HX-Request": "true", "HX-Target": endpoint.target}
+
+
+def _request(client: Client, endpoint: Endpoint) -> Any:
+    response = client.get(endpoint.path, headers=_headers(endpoint))
+    if response.status_code != 200:
+        raise RuntimeError(f"{endpoint.path} ({endpoint.target}) answered {response.status_code}")
+    return response
+
+
+def p95(samples: tuple[float, ...]) -> float:
+    """Nearest-rank 95th percentile."""
+    ordered = sorted(samples)
+    return ordered[max(0, math.ceil(0.95 * len(ordered)) - 1)]
+
+
+def _take_snapshot() -> None:
+    from claims.conf import claim_timing
+    from claims.fleet import fleet_snapshot_take
+
+    fleet_snapshot_take(now_ms=fleet_clock()(), timing=claim_timing())
+
+
+def _prepare(endpoint: Endpoint) -> None:
+    if endpoint.snapshot == "fresh":
+        _take_snapshot()
+    elif endpoint.snapshot == "none":
+        FleetSnapshot.objects.all().delete()
+
+
+def _snapshot_timing() -> Timing:
+    """What beat's claims.fleet_snapshot costs (it runs once per renew interval)."""
+    for _ in range(WARMUP):
+        _take_snapshot()
+    return Timing(tuple(timed_ms(_take_snapshot)[0] for _ in range(SNAPSHOT_REPS)))
+
+
+def _measure(client: Client, endpoint: Endpoint) -> tuple[Timing, int, int]:
+    # Well inside the snapshot's freshness (2 renew intervals): the whole measure takes ~1 s.
+    _prepare(endpoint)
+    for _ in range(WARMUP):
+        _request(client, endpoint)
+    with CaptureQueriesContext(connection) as queries:
+        response = _request(client, endpoint)
+    # Counted now: the log is cleared at the start of every later request.
+    statements = len(queries.captured_queries)
+    body = response.content
+    if endpoint.target is not None and b"<html" in body:
+        raise RuntimeError(f"{endpoint.path} answered a full page to a fragment request")
+    samples = []
+    gc.collect()
+    for _ in range(REPS):
+        started = time.perf_counter()
+        _request(client, endpoint)
+        samples.append((time.perf_counter() - started) * 1_000)
+    return Timing(tuple(samples)), statements, len(body)
+
+
+def run(*, binding: bool) -> tuple[dict[str, Any], Section, list[Target]]:
+    fleet, setup = _arrange()
+    client = Client()
+    client.force_login(_operator())
+    results: list[tuple[Endpoint, Timing, int, int]] = []
+    with _production_templates():
+        for endpoint in _endpoints(fleet):
+            timing, statements, size = _measure(client, endpoint)
+            results.append((endpoint, timing, statements, size))
+    snapshot = _snapshot_timing()
+
+    section = Section(
+        f"PAGES  {CLAIMS:,} claims ({HELD_LIVE:,} held live, {IN_GRACE} in grace, {EXPIRED:,} "
+        f"expired, {INVALID} invalid), {ENGINES} engines: server time per request, "
+        f"{REPS} requests each",
+        ("", "median ms", "p95 ms", "min-max", "target", "vs target", "queries", "KB"),
+    )
+    targets: list[Target] = []
+    for endpoint, timing, statements, size in results:
+        section.rows.append(
+            (
+                endpoint.label,
+                fmt(timing.median),
+                fmt(p95(timing.samples_ms)),
+                timing.spread(),
+                f"< {endpoint.limit_ms:g} ms",
+                f"{timing.median / endpoint.limit_ms:.2f}",
+                str(statements),
+                f"{size / 1024:.1f}",
+            )
+        )
+        targets.append(
+            Target(
+                f"pages.{endpoint.key}",
+                f"{endpoint.label.strip()} median",
+                timing.median,
+                endpoint.limit_ms,
+                "ms",
+                binding and endpoint.binding,
+            )
+        )
+    section.rows.append(
+        (
+            "beat's fleet snapshot (no request)",
+            fmt(snapshot.median),
+            fmt(p95(snapshot.samples_ms)),
+            snapshot.spread(),
+            "",
+            "",
+            "",
+            "",
+        )
+    )
+    section.notes.append(
+        "Django's test Client as a logged-in operator (session auth, every middleware); "
+        "fragments are HTMX requests (HX-Request, HX-Target) as the pages' polls send them; "
+        f"{WARMUP} warm-up requests each; queries and KB from one request"
+    )
+    section.notes.append(
+        f"targets: claims page and every live fragment < {FRAGMENT_TARGET_MS:g} ms median, "
+        f"/metrics < {METRICS_TARGET_MS:g} ms median; the p95 column is reported, not judged"
+    )
+    section.notes.append(
+        "the overview reads the fleet snapshot beat takes every renew interval (claims by "
+        "state and holder, stranded workflows, workflows by status); 'overview fragment' is "
+        "measured with a fresh one, as in production; 'with no fresh snapshot' (beat down) "
+        "scans on every request and is reported for reference; the snapshot itself is timed "
+        f"over {SNAPSHOT_REPS} runs"
+    )
+    section.notes.append(
+        f"setup {setup['load_s']:.1f} s"
+        + ("; ANALYZE after load" if setup["analyzed"] else "; no ANALYZE (SQLite default)")
+    )
+    payload = {
+        "claims": CLAIMS,
+        "engines": ENGINES,
+        "reps": REPS,
+        "setup": setup,
+        "fleet_snapshot": snapshot.as_json(),
+        "endpoints": [
+            {
+                "key": endpoint.key,
+                "path": endpoint.path,
+                "hx_target": endpoint.target,
+                **timing.as_json(),
+                "p95_ms": round(p95(timing.samples_ms), 3),
+                "queries": statements,
+                "bytes": size,
+                "limit_ms": endpoint.limit_ms,
+            }
+            for endpoint, timing, statements, size in results
+        ],
+    }
+    return payload, section, targets
