@@ -14,7 +14,7 @@ def test_overview_redirects_anonymous_user_to_login(client):
     response = client.get("/")
 
     assert response.status_code == 302
-    assert response["Location"] == "/admin/login/?next=/"
+    assert response["Location"] == "/login/?next=/"
 
 
 @pytest.mark.django_db

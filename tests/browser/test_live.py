@@ -12,10 +12,10 @@ from . import scene
 from .conftest import mark_document, set_refresh_interval, still_same_document
 
 
-def test_login_through_the_admin_form_lands_on_the_overview(page, operator):
+def test_login_through_the_dashboard_form_lands_on_the_overview(page, operator):
     page.goto("/")
 
-    expect(page).to_have_url(re.compile(r"/admin/login/\?next=/$"))
+    expect(page).to_have_url(re.compile(r"/login/\?next=/$"))
     page.fill("#id_username", "alice")
     page.fill("#id_password", "alice-pw")
     page.click("input[type=submit]")

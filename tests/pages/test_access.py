@@ -92,7 +92,7 @@ def test_anonymous_visitor_is_sent_to_login(client, url, fragment):
     response = client.get(url)
 
     assert response.status_code == 302
-    assert response["Location"].startswith("/admin/login/?next=")
+    assert response["Location"].startswith("/login/?next=")
 
 
 def test_anonymous_htmx_poll_redirects_the_whole_window(client):
@@ -100,7 +100,7 @@ def test_anonymous_htmx_poll_redirects_the_whole_window(client):
     swapping the login form into a fragment."""
     response = client.get("/claims/", **htmx(), HTTP_HX_CURRENT_URL="http://testserver/claims/")
 
-    assert response["HX-Redirect"] == "/admin/login/?next=/claims/"
+    assert response["HX-Redirect"] == "/login/?next=/claims/"
 
 
 def test_viewer_without_permissions_reads_every_page(viewer_client):
@@ -117,3 +117,29 @@ def test_unknown_url_is_a_404_page(operator_client, settings):
 
     assert response.status_code == 404
     assert "Not found" in response.content.decode()
+
+
+def test_an_operator_without_staff_status_signs_in_on_the_dashboard_login(
+    client, django_user_model
+):
+    """The dashboard's own login admits any active user, not only admin staff."""
+    django_user_model.objects.create_user("viewer", password="viewer-pw-123")
+
+    response = client.post(
+        "/login/", {"username": "viewer", "password": "viewer-pw-123", "next": "/claims/"}
+    )
+
+    assert response.status_code == 302
+    assert response["Location"] == "/claims/"
+    assert client.get("/claims/").status_code == 200
+
+
+def test_a_wrong_password_is_refused_with_a_message(client, django_user_model):
+    """A failed sign-in stays on the login page and says so, signing nobody in."""
+    django_user_model.objects.create_user("viewer", password="viewer-pw-123")
+
+    response = client.post("/login/", {"username": "viewer", "password": "nope"})
+
+    assert response.status_code == 200
+    assert b"didn't match" in response.content
+    assert client.get("/claims/").status_code == 302
