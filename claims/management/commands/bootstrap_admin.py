@@ -54,14 +54,15 @@ class Command(BaseCommand):
         with transaction.atomic():
             user = user_model.objects.filter(username=USERNAME).first()
             if user is not None and not reset:
-                if stored.exists():
-                    self.print_login(stored.read_text().strip())
-                else:
-                    self.stdout.write(
-                        f"User '{USERNAME}' exists but its password is not in {stored}; "
-                        "run `manage.py bootstrap_admin --reset` to set a new one."
-                    )
-                return
+                known = stored.read_text().strip() if stored.exists() else ""
+                if known and user.check_password(known):
+                    self.print_login(known)
+                    return
+                # The file is missing or belongs to another database: a printed login
+                # that does not work is worse than a new password.
+                self.stdout.write(
+                    f"The password kept in {stored} does not match; setting a new one."
+                )
             password = secrets.token_urlsafe(15)
             if user is None:
                 user_model.objects.create_superuser(username=USERNAME, email="", password=password)

@@ -1,0 +1,43 @@
+"""bootstrap_admin: the login it prints always works."""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+from django.contrib.auth import authenticate, get_user_model
+from django.core.management import call_command
+from django.test import override_settings
+
+pytestmark = pytest.mark.django_db
+
+
+def bootstrap() -> str:
+    out = io.StringIO()
+    call_command("bootstrap_admin", stdout=out)
+    login = [line for line in out.getvalue().splitlines() if line.startswith("Login: ")]
+    assert len(login) == 1, out.getvalue()
+    return login[0].split(" / ", 1)[1]
+
+
+def test_first_run_creates_admin_and_later_runs_print_the_same_working_login(tmp_path):
+    """A new admin gets a random password, kept and printed again on the next run."""
+    with override_settings(BASE_DIR=tmp_path):
+        first = bootstrap()
+        second = bootstrap()
+
+    assert first == second
+    assert authenticate(username="admin", password=first) is not None
+
+
+def test_a_kept_password_that_does_not_match_is_replaced_by_a_working_one(tmp_path):
+    """When the kept password belongs to another database, a new one is set and printed."""
+    get_user_model().objects.create_superuser("admin", "", "set-elsewhere")
+    with override_settings(BASE_DIR=tmp_path):
+        bootstrap()  # no kept file yet: a new password
+        kept = next((tmp_path / "var").glob("admin-password*.txt"))
+        kept.write_text("stale-password\n")
+        printed = bootstrap()
+
+    assert printed != "stale-password"
+    assert authenticate(username="admin", password=printed) is not None
