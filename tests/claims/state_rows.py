@@ -1,0 +1,36 @@
+"""One claim row per derived state and boundary, shared by the tests of the state rules."""
+
+from __future__ import annotations
+
+from claims.models import WorkflowClaim
+from claims.protocol import ClaimTiming
+
+NOW = 10_000_000
+TIMING = ClaimTiming(ttl_ms=30_000, renew_interval_ms=5_000)  # grace 10 s
+
+ROWS = {
+    # workflow id: (epoch, engine, holder epoch, expires, claimed)
+    "a-live": (3, "e1", 3, NOW + 5_000, NOW - 25_000),
+    "b-live-edge": (1, "e1", 1, NOW, NOW - 30_000),
+    "c-grace": (2, "e2", 2, NOW - 1, NOW - 30_001),
+    "d-grace-edge": (2, "e2", 2, NOW - 10_000, NOW - 40_000),
+    "e-expired": (5, "e2", 5, NOW - 10_001, NOW - 40_001),
+    "f-invalid-epoch": (7, "e1", 6, NOW + 5_000, NOW),
+    "g-invalid-blank": (1, "", 1, NOW + 5_000, NOW),
+    "h-invalid-negative": (1, "e3", 1, -5, NOW),
+    "i-ownerless": (9, None, None, None, None),
+}
+
+
+def create_state_rows() -> None:
+    WorkflowClaim.objects.bulk_create(
+        WorkflowClaim(
+            workflow_id=wf,
+            epoch=epoch,
+            holder_engine_id=engine,
+            holder_epoch=holder_epoch,
+            holder_expires_at_ms=expires,
+            holder_claimed_at_ms=claimed,
+        )
+        for wf, (epoch, engine, holder_epoch, expires, claimed) in ROWS.items()
+    )
