@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import os
+from typing import Any
 
 import pytest
+from django.test import Client
 
 
 def require_service(name: str, reachable: bool, reason: str) -> None:
@@ -17,3 +19,19 @@ def require_service(name: str, reachable: bool, reason: str) -> None:
     if os.environ.get("WEFTBOARD_REQUIRE_SERVICES", "").strip() == "1":
         pytest.fail(f"{name} is required (WEFTBOARD_REQUIRE_SERVICES=1) but unreachable: {reason}")
     pytest.skip(f"{name} unreachable: {reason}")
+
+
+# Signed-in clients for the ``operator`` and ``viewer`` users each test package defines
+# with the permissions it needs.
+@pytest.fixture
+def operator_client(operator: Any) -> Client:
+    client = Client()
+    client.force_login(operator)
+    return client
+
+
+@pytest.fixture
+def viewer_client(viewer: Any) -> Client:
+    client = Client()
+    client.force_login(viewer)
+    return client

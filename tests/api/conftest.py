@@ -60,20 +60,6 @@ def viewer(django_user_model: Any) -> Any:
 
 
 @pytest.fixture
-def operator_client(operator: Any) -> Client:
-    client = Client()
-    client.force_login(operator)
-    return client
-
-
-@pytest.fixture
-def viewer_client(viewer: Any) -> Client:
-    client = Client()
-    client.force_login(viewer)
-    return client
-
-
-@pytest.fixture
 def token_for() -> Callable[..., str]:
     """Mint a token for a user; returns the secret, as the admin shows it once."""
 

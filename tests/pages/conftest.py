@@ -8,7 +8,6 @@ from unittest import mock
 
 import pytest
 from django.contrib.auth.models import Permission
-from django.test import Client
 
 from claims.clock import fleet_clock
 from claims.models import (
@@ -108,20 +107,6 @@ def operator(django_user_model: Any) -> Any:
 @pytest.fixture
 def viewer(django_user_model: Any) -> Any:
     return _user(django_user_model, "victor", ())
-
-
-@pytest.fixture
-def operator_client(operator: Any) -> Client:
-    client = Client()
-    client.force_login(operator)
-    return client
-
-
-@pytest.fixture
-def viewer_client(viewer: Any) -> Client:
-    client = Client()
-    client.force_login(viewer)
-    return client
 
 
 @pytest.fixture
