@@ -25,6 +25,11 @@ def require_service(name: str, reachable: bool, reason: str) -> None:
 # with the permissions it needs.
 @pytest.fixture
 def operator_client(operator: Any) -> Client:
+    # The process-wide fleet clock calibrates against the database on first use; do it
+    # here, so query counts do not depend on which test happened to run first.
+    from claims.clock import fleet_clock
+
+    fleet_clock()
     client = Client()
     client.force_login(operator)
     return client
@@ -32,6 +37,9 @@ def operator_client(operator: Any) -> Client:
 
 @pytest.fixture
 def viewer_client(viewer: Any) -> Client:
+    from claims.clock import fleet_clock
+
+    fleet_clock()
     client = Client()
     client.force_login(viewer)
     return client
