@@ -17,8 +17,10 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 BENCH_DIR = ROOT / "var" / "bench"
-SQLITE_TEST_FILE = BENCH_DIR / "test-bench.sqlite3"
-POSTGRES_TEST_NAME = "test_weftboard_bench"
+# Two benchmark runs at once each need their own database: WEFTBOARD_BENCH_DB_NAME names it.
+_BENCH_DB = os.environ.get("WEFTBOARD_BENCH_DB_NAME", "").strip() or "test_weftboard_bench"
+SQLITE_TEST_FILE = BENCH_DIR / f"{_BENCH_DB}.sqlite3"
+POSTGRES_TEST_NAME = _BENCH_DB
 BATCH_SIZE = 5_000
 
 

@@ -6,11 +6,21 @@ hosts cannot make one engine think another's claim has expired early.
 
 from __future__ import annotations
 
+import logging
+import os
 import threading
 
 from django.db import connection
 
 from claims.protocol.clock import OffsetClock
+from claims.protocol.errors import ClaimConfigError
+
+logger = logging.getLogger(__name__)
+
+# Shifts this process's protocol clock away from the database's, on purpose: the fault
+# harness uses it to run engines whose clock is wrong by a known amount. Never set it
+# in production.
+SKEW_VARIABLE = "WEFTBOARD_FAULT_CLOCK_SKEW_MS"
 
 _lock = threading.Lock()
 _clock: OffsetClock | None = None
@@ -32,6 +42,22 @@ def fleet_clock() -> OffsetClock:
     global _clock
     with _lock:
         if _clock is None:
-            _clock = OffsetClock()
+            _clock = OffsetClock(skew_ms=injected_skew_ms())
             _clock.calibrate(database_now_ms)
         return _clock
+
+
+def injected_skew_ms() -> int:
+    """The deliberate clock error from WEFTBOARD_FAULT_CLOCK_SKEW_MS (0 when unset)."""
+    raw = os.environ.get(SKEW_VARIABLE, "").strip()
+    if not raw:
+        return 0
+    try:
+        skew = int(raw)
+    except ValueError:
+        raise ClaimConfigError(
+            f"{SKEW_VARIABLE} is a whole number of milliseconds, not {raw!r}"
+        ) from None
+    if skew:
+        logger.warning("%s=%d: this process's clock is deliberately wrong", SKEW_VARIABLE, skew)
+    return skew

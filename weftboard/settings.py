@@ -104,7 +104,10 @@ def database_config() -> dict[str, Any]:
         config["TEST"] = {"NAME": str(VAR_DIR / f"test-{test_name}.sqlite3")}
         config["ENGINE"] = "django_prometheus.db.backends.sqlite3"
     elif engine == "django.db.backends.postgresql":
-        options.setdefault("application_name", "weftboard")
+        # libpq's PGAPPNAME names a process's sessions in pg_stat_activity (one per engine).
+        options.setdefault(
+            "application_name", os.environ.get("PGAPPNAME", "").strip() or "weftboard"
+        )
         # Lets two test runs share one server without dropping each other's database.
         if test_name := os.environ.get("WEFTBOARD_TEST_DB_NAME", "").strip():
             config["TEST"] = {"NAME": f"test_{test_name}"}

@@ -175,6 +175,24 @@ class WorkflowContext:
                 )
             )
 
+    def fenced(self, fn: Callable[[], T]) -> T:
+        """Run ``fn`` in a transaction that commits only while this drive's epoch is current.
+
+        For a side effect kept in the same database: the claim row stays locked until the
+        transaction ends, so an engine deposed meanwhile cannot commit it late.
+        """
+        self._refuse_after_stop()
+
+        def write() -> T:
+            self.check_epoch_unchanged()
+            return fn()
+
+        try:
+            return self._registry.fenced_write(self.workflow_id, write)
+        except EngineDeposedError as error:
+            self._stopped_by = error  # deposed: this drive writes no more
+            raise
+
     def check_epoch_unchanged(self) -> None:
         """Inside a fence: the registry fenced at the epoch it caches now, but this drive's
         state is only current at the epoch the drive began with (epochs only grow)."""

@@ -1,16 +1,15 @@
 """The demo workflow types: "order", "invoice", and "ledger", whose steps leave real rows.
 
-A ledger step commits its StepLedger row in its own transaction before the
-step's checkpoint, so the ledger counts every execution of the side effect,
-including one whose checkpoint then fails. Tests count rows per step with it.
+A ledger step commits its StepLedger row in a fenced transaction of its own before the
+step's checkpoint, so the ledger counts every execution of the side effect, including
+one whose checkpoint then fails, and never one by an engine already deposed. Tests and
+the fault harness count rows per step with it.
 """
 
 from __future__ import annotations
 
 import time
 from typing import Any
-
-from django.db import transaction
 
 from claims.models import StepLedger
 
@@ -74,8 +73,13 @@ def invoice(ctx: WorkflowContext) -> dict[str, Any]:
 
 
 def ledger_entry_write(ctx: WorkflowContext, step: str) -> int:
-    """Commit one StepLedger row for an execution of ``step``, ahead of its checkpoint."""
-    with transaction.atomic():
+    """Commit one StepLedger row for an execution of ``step``, ahead of its checkpoint.
+
+    Fenced like a checkpoint: a deposed engine that resumes late (a pause past its TTL,
+    a clock far off) finds the epoch moved on and commits nothing.
+    """
+
+    def write() -> int:
         entry = StepLedger.objects.create(
             workflow_id=ctx.workflow_id,
             step=step,
@@ -83,7 +87,9 @@ def ledger_entry_write(ctx: WorkflowContext, step: str) -> int:
             engine_id=ctx.engine_id,
             at_ms=ctx.now_ms(),
         )
-    return entry.pk
+        return entry.pk
+
+    return ctx.fenced(write)
 
 
 def ledger_step(ctx: WorkflowContext, step: str, delay_ms: int) -> dict[str, Any]:

@@ -16,7 +16,7 @@ from claims.protocol import rotate_claim
 from claims.store import OrmClaimStore
 
 from .conftest import EXPIRY_MS, claim_row, ledger, recorded_steps, workflow_row
-from .workflows import after_step, during_step
+from .workflows import after_step, before_step, during_step
 
 
 class _Records(logging.Handler):
@@ -75,6 +75,25 @@ def test_takeover_during_a_step_deposes_the_drive_and_the_successor_reruns_only_
     assert len(row.state["result"]["entries"]) == 3
     claim = claim_row(wf)
     assert (claim.epoch, claim.holder_engine_id) == (2, None)
+
+
+def test_a_drive_deposed_before_its_side_effect_commits_no_ledger_row(engine, start, clock):
+    """Engine a passed every check before step-2, then stalled past expiry and lost the
+    claim: the ledger write is fenced, so a's late effect never lands beside b's."""
+    a, b = engine("a"), engine("b")
+    wf = start("test-hooked-ledger", engine=a)
+
+    def stall_then_lose_the_claim(ctx):
+        clock.advance(EXPIRY_MS)
+        assert b.registry.takeover(wf).status == "acquired"
+
+    before_step(wf, "step-2", stall_then_lose_the_claim)
+    with runtime_log():
+        assert a.drive(wf) == "deposed"
+
+    assert ledger(wf) == {"step-1": [(1, "a")]}
+    assert b.drive(wf) == "completed"
+    assert ledger(wf) == {"step-1": [(1, "a")], "step-2": [(2, "b")], "step-3": [(2, "b")]}
 
 
 def test_epoch_rotated_from_inside_a_step_deposes_the_drive(engine, start):

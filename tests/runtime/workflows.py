@@ -3,8 +3,10 @@
 ``test-hooked-ledger`` is the demo ledger with seams: a hook set for
 (workflow id, "step-N") runs once inside that step, after its ledger row
 committed and before its checkpoint, which is where a deposition, a cancel, a
-stall or a shutdown hurts most; one set for "after-step-N" runs once in the
-workflow code between that step and the next.
+stall or a shutdown hurts most; one set for "before-step-N" runs once inside the
+step before its ledger row is written (past every check a drive makes before a
+step starts); one set for "after-step-N" runs once in the workflow code between
+that step and the next.
 """
 
 from __future__ import annotations
@@ -27,12 +29,20 @@ def during_step(workflow_id: str, step: str, hook: Hook) -> None:
     HOOKS[(workflow_id, step)] = hook
 
 
+def before_step(workflow_id: str, step: str, hook: Hook) -> None:
+    """Run ``hook`` once, inside the next execution of ``step``, before its ledger row."""
+    HOOKS[(workflow_id, f"before-{step}")] = hook
+
+
 def after_step(workflow_id: str, step: str, hook: Hook) -> None:
     """Run ``hook`` once, in the workflow code right after ``step`` returned."""
     HOOKS[(workflow_id, f"after-{step}")] = hook
 
 
 def _hooked_step(ctx: WorkflowContext, step: str) -> dict[str, Any]:
+    hook = HOOKS.pop((ctx.workflow_id, f"before-{step}"), None)
+    if hook is not None:
+        hook(ctx)
     done = ledger_step(ctx, step, 0)
     hook = HOOKS.pop((ctx.workflow_id, step), None)
     if hook is not None:
