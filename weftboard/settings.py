@@ -148,6 +148,9 @@ LOGGING = {
     },
     "loggers": {
         "weftboard.claims": {"handlers": ["console"], "level": "INFO", "propagate": False},
+        # Django sends server errors only to e-mail when DEBUG is off; an operator needs the
+        # traceback in the process's own log.
+        "django.request": {"handlers": ["console"], "level": "ERROR", "propagate": False},
     },
 }
 

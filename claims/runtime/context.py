@@ -15,6 +15,8 @@ import math
 from collections.abc import Callable
 from typing import Any, NoReturn, TypeVar
 
+from django.db import InterfaceError, OperationalError
+
 from claims.protocol import ClaimRegistry, Clock, EngineDeposedError
 
 from .errors import (
@@ -189,8 +191,10 @@ class WorkflowContext:
 
         try:
             return self._registry.fenced_write(self.workflow_id, write)
-        except EngineDeposedError as error:
-            self._stopped_by = error  # deposed: this drive writes no more
+        except (EngineDeposedError, OperationalError, InterfaceError) as error:
+            # Deposed, or the database failed under the fence: this drive writes no more,
+            # and a lost connection is the engine's to retry, not the workflow's failure.
+            self._stopped_by = error
             raise
 
     def check_epoch_unchanged(self) -> None:

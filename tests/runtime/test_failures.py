@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import pytest
+from django.db import OperationalError
 
 from claims.models import ClaimEvent, WorkflowVisibility
 from claims.protocol import ClaimRegistry, ClaimTiming
+from claims.runtime import WorkflowDriver
 from claims.store import OrmClaimStore
 
 from .conftest import RENEW_INTERVAL_MS, TTL_MS, claim_row, ledger, recorded_steps, workflow_row
@@ -134,3 +136,37 @@ def test_terminal_write_rolls_back_when_the_release_cannot_apply(engine, start, 
     assert (claim.epoch, claim.holder_engine_id) == (1, "a")
     assert not ClaimEvent.objects.filter(workflow_id=wf, kind="released").exists()
     assert WorkflowVisibility.objects.get(workflow_id=wf).status == "running"
+
+
+class _DroppingStore(OrmClaimStore):
+    """The ORM store, except that the next fenced write loses its database connection."""
+
+    drop_next = False
+
+    def fenced_write(self, workflow_id, epoch, fn):
+        if self.drop_next:
+            self.drop_next = False
+            raise OperationalError("server closed the connection unexpectedly")
+        return super().fenced_write(workflow_id, epoch, fn)
+
+
+def test_a_connection_lost_under_a_fenced_side_effect_is_re_driven_not_failed(db, start, clock):
+    store = _DroppingStore()
+    registry = ClaimRegistry(
+        store,
+        engine_id="a",
+        clock=clock,
+        timing=ClaimTiming(ttl_ms=TTL_MS, renew_interval_ms=RENEW_INTERVAL_MS),
+    )
+    driver = WorkflowDriver(registry, clock=clock, disposing=lambda: False)
+    engine = type("E", (), {"engine_id": "a", "registry": registry})()
+    wf = start("ledger", engine=engine)
+    store.drop_next = True
+
+    with pytest.raises(OperationalError):
+        driver.drive(wf)
+
+    assert workflow_row(wf).status == "running"
+    assert ledger(wf) == {}
+    assert driver.drive(wf) == "completed"
+    assert ledger(wf) == {f"step-{n}": [(1, "a")] for n in (1, 2, 3)}
