@@ -59,14 +59,15 @@ def workflow_request(rng: random.Random, workflow_id: str) -> dict[str, Any]:
             "input": {
                 "steps": rng.randint(2, 5),
                 "step_delay_ms": rng.choice((0, 20, 50, 150)),
-                "sleep": rng.choice((0, 0, 0.5, 1.5, 3)),
+                # Some sleep long: a parked workflow stays held, so deaths strand more work.
+                "sleep": rng.choice((0, 0, 0.5, 2, 5, 10)),
             },
         }
     if kind < 0.85:
         return {
             "workflow_id": workflow_id,
             "workflow_type": "order",
-            "input": {"items": rng.randint(1, 4), "sleep": rng.choice((0, 1, 2))},
+            "input": {"items": rng.randint(1, 4), "sleep": rng.choice((0, 1, 3, 6))},
         }
     return {
         "workflow_id": workflow_id,
