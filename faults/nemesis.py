@@ -7,9 +7,10 @@ Every round shuffles the six kinds, so a run long enough for one round sees each
 - ``redis-restart``: crash the broker (losing every queued tick and order) and restart it;
 - ``skew-within``: restart an engine with its clock off by up to half the grace, which the
   protocol absorbs;
-- ``skew-beyond``: restart an engine with its clock off by 1.5-2.5 x TTL, beyond what any
-  grace absorbs: expiry judgements by or about it are wrong, and only fencing keeps the
-  history safe.
+- ``skew-beyond``: restart an engine with its clock off by 2-3 x TTL, beyond what any
+  grace absorbs (a live holder's expiry is at least TTL - renew interval ahead, plus the
+  grace): expiry judgements by or about it are wrong, and only fencing keeps the history
+  safe.
 """
 
 from __future__ import annotations
@@ -135,7 +136,7 @@ class Nemesis:
             skew = (
                 round(rng.uniform(0.2, 1.0) * bound)
                 if bound
-                else round(rng.uniform(1.5, 2.5) * self.fleet.timing.ttl_ms)
+                else round(rng.uniform(2.0, 3.0) * self.fleet.timing.ttl_ms)
             ) * rng.choice((1, -1))
             record.detail = f"clock {skew:+d} ms"
             self.fleet.engine_start(slot, skew_ms=skew)

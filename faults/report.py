@@ -37,6 +37,7 @@ def report_lines(outcome: Outcome) -> list[str]:
         f" (failed starts: {outcome.workload['start_failures'] or 'none'}); final statuses"
         f" {outcome.workload['final_status']}",
         f"- operator calls (action:HTTP status): {outcome.workload['operations']}",
+        f"- most database sessions held at once, per process: {outcome.workload['sessions_max']}",
         f"- faults injected: {len(outcome.faults)} ({injected})",
         "",
         "| check | result | what was seen |",

@@ -180,6 +180,7 @@ def run(options: Options, token: str, log: Callable[[str], None]) -> Outcome:
             "start_failures": dict(workload.start_failures),
             "operations": dict(sorted(workload.operations.items())),
             "final_status": statuses,
+            "sessions_max": dict(sorted(watch.sessions_max.items())),
         },
         harness_errors=errors,
         elapsed_s=time.monotonic() - started,

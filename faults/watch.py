@@ -29,6 +29,8 @@ class StrandedWatch:
     # Per workflow: [(first seen, last seen)] of each stretch without an owner.
     stretches: dict[str, list[tuple[int, int]]] = field(default_factory=dict)
     samples: int = 0
+    # The most database sessions each process (by PGAPPNAME) held at once.
+    sessions_max: dict[str, int] = field(default_factory=dict)
     errors: list[str] = field(default_factory=list)
     _open: dict[str, int] = field(default_factory=dict)
     _stop: threading.Event = field(default_factory=threading.Event)
@@ -60,7 +62,15 @@ class StrandedWatch:
                 " OR c.holder_engine_id IS NULL OR c.holder_expires_at_ms + %s < %s)",
                 [self.grace_ms, now],
             )
-            return now, {row[0] for row in cursor.fetchall()}
+            unowned = {row[0] for row in cursor.fetchall()}
+            cursor.execute(
+                "SELECT application_name, count(*) FROM pg_stat_activity"
+                " WHERE datname = current_database() AND application_name LIKE 'weftboard-%%'"
+                " GROUP BY 1"
+            )
+            for name, count in cursor.fetchall():
+                self.sessions_max[name] = max(self.sessions_max.get(name, 0), int(count))
+            return now, unowned
 
     def _run(self) -> None:
         try:
