@@ -28,8 +28,6 @@ def claim_force_takeover_and_notify(
     that is not there yet. Raises what claim_force_takeover raises (StaleEpochError,
     ClaimConfigError for an engine that is not live, InvalidWorkflowIdError).
     """
-    from claims.tasks import adopt
-
     with transaction.atomic():
         epoch = claim_force_takeover(
             workflow_id,
@@ -45,7 +43,7 @@ def claim_force_takeover_and_notify(
             .first()
         )
         if queue:
-            transaction.on_commit(lambda: adopt.apply_async(args=(workflow_id, epoch), queue=queue))
+            transaction.on_commit(lambda: _send_adopt(workflow_id, epoch, queue))
         else:
             # An engine without a queue (seeded demo rows) cannot be told; the claim
             # then expires unrenewed and the next reclaim pass takes it over.
@@ -55,3 +53,22 @@ def claim_force_takeover_and_notify(
                 workflow_id,
             )
     return epoch
+
+
+def _send_adopt(workflow_id: str, epoch: int, queue: str) -> None:
+    """Tell the new holder, once; a broker that is down must not turn a committed takeover
+    into an error for the operator (nor hold the request up retrying). Untold, the engine
+    never renews the claim, so it expires and the next reclaim pass takes the workflow."""
+    from claims.tasks import adopt
+
+    try:
+        adopt.apply_async(args=(workflow_id, epoch), queue=queue, retry=False)
+    except Exception as error:
+        logger.warning(
+            "forced takeover of workflow %s at epoch %s committed, but the adopt message to %s"
+            " could not be sent (%s); the claim expires unrenewed and reclaim takes it over",
+            workflow_id,
+            epoch,
+            queue,
+            error,
+        )

@@ -5,6 +5,7 @@ from __future__ import annotations
 from unittest import mock
 
 import pytest
+from kombu.exceptions import OperationalError as KombuOperationalError
 
 from claims.models import ClaimEvent, EngineStatus
 
@@ -69,9 +70,25 @@ def test_force_takeover_grants_the_target_and_sends_adopt_to_its_queue(
     assert body["claim"]["holder_engine_id"] == "e-2"
     assert body["claim"]["state"] == "live"
     assert claim_values("wf-1")[:3] == (42, "e-2", 42)
-    adopt_send.assert_called_once_with(args=("wf-1", 42), queue="engine.e-2")
+    adopt_send.assert_called_once_with(args=("wf-1", 42), queue="engine.e-2", retry=False)
     event = ClaimEvent.objects.get()
     assert (event.kind, event.engine_id, event.actor) == ("forced_takeover", "e-2", "operator")
+
+
+def test_a_broker_that_is_down_does_not_fail_a_committed_takeover(
+    operator_client, adopt_send, django_capture_on_commit_callbacks, caplog
+):
+    adopt_send.side_effect = KombuOperationalError("Error 111 connecting to 127.0.0.1:6379.")
+    with django_capture_on_commit_callbacks(execute=True):
+        response = post(
+            operator_client,
+            TAKEOVER,
+            {"expected_epoch": 41, "target_engine_id": "e-2", "reason": "x"},
+        )
+
+    assert response.status_code == 200, response.content
+    assert claim_values("wf-1")[:3] == (42, "e-2", 42)
+    assert "could not be sent" in caplog.text
 
 
 def test_adopt_is_not_sent_before_the_commit(operator_client, adopt_send):

@@ -77,7 +77,7 @@ def test_force_takeover_grants_the_engine_and_sends_adopt_after_commit(
     assert response.status_code == 303
     row = claim()
     assert (row.epoch, row.holder_engine_id, row.holder_epoch) == (42, "e-2", 42)
-    adopt_send.assert_called_once_with(args=("wf-1", 42), queue="engine.e-2")
+    adopt_send.assert_called_once_with(args=("wf-1", 42), queue="engine.e-2", retry=False)
     event = ClaimEvent.objects.get(workflow_id="wf-1", kind="forced_takeover")
     assert (event.actor, event.engine_id, event.epoch_after) == ("alice", "e-2", 42)
 
