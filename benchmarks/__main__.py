@@ -1,8 +1,26 @@
-"""python -m benchmarks [--large] [--only renew,reclaim,micro,pages] [--both] [--strict]
+"""python -m benchmarks [--both] [--large] [--only PARTS] [--strict] [--publish]
 
 Runs on SQLite by default, on PostgreSQL when DATABASE_URL points at one; ``--both``
-runs SQLite then PostgreSQL, each in its own process. Prints one table per database
-and writes the same figures to var/bench/results-<vendor>.json.
+runs SQLite then PostgreSQL, each in its own process, and prints one summary of both.
+Every figure is measured side by side with its baseline in the same run and printed as
+a ratio. Each run writes var/bench/results-<vendor>.json and PNG charts under
+var/bench/charts/ (with WEFTBOARD_BENCH_DB_NAME set to another database name, both get
+that name as a suffix, so concurrent runs keep apart).
+
+Parts (``--only``, comma-separated; all by default):
+  renew     the renew pass over 10,000 held claims against one batched UPDATE
+  reclaim   discovery and a whole pass over 100,000 workflows, then the pass at scale:
+            10,000 and 100,000 workflows with 1,000 and 10,000 stranded
+  failover  10,000 claims of a killed engine taken over by another (TTL 3 s, real clock)
+  micro     single-claim calls against the raw statements
+  pages     the claims page, every live fragment and /metrics: 100,000 claims, 50 engines
+
+Options:
+  --large    renew also 100,000 claims; reclaim at scale over 100,000 and 1,000,000
+             workflows (1,000 and 10,000 stranded). About 2 more minutes per database:
+             a default --both takes about 4 minutes, --both --large about 7.
+  --strict   exit 1 when a binding target (PostgreSQL) is missed
+  --publish  also copy the charts to docs/benchmarks/
 """
 
 from __future__ import annotations
@@ -16,17 +34,34 @@ import sys
 import time
 from typing import Any
 
-from .report import Section, Target, combined_summary, results_path, targets_section, write_json
+from .report import (
+    Section,
+    Target,
+    charts_dir,
+    combined_summary,
+    results_path,
+    targets_section,
+    write_json,
+)
 from .setup import ROOT, configure_django, database_version, throwaway_database
 
 POSTGRES_URL = "postgres://postgres@127.0.0.1:5432/test"
-PARTS = ("renew", "reclaim", "micro", "pages")
+PARTS = ("renew", "reclaim", "failover", "micro", "pages")
+DOCS_CHARTS = ROOT / "docs" / "benchmarks"
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="scripts/bench", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog="scripts/bench",
+        description=__doc__.split("\n", 1)[1],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument("--both", action="store_true", help="SQLite, then PostgreSQL")
-    parser.add_argument("--large", action="store_true", help="also renew 100,000 claims")
+    parser.add_argument(
+        "--large",
+        action="store_true",
+        help="also renew 100,000 claims and reclaim over 1,000,000 workflows",
+    )
     parser.add_argument(
         "--only",
         default=",".join(PARTS),
@@ -35,6 +70,11 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument(
         "--strict", action="store_true", help="exit 1 when a binding target is missed"
     )
+    parser.add_argument(
+        "--publish", action="store_true", help="copy the charts to docs/benchmarks/"
+    )
+    # --both draws the charts of both databases once they have both run.
+    parser.add_argument("--no-charts", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     args.parts = [part.strip() for part in args.only.split(",") if part.strip()]
     unknown = set(args.parts) - set(PARTS)
@@ -43,12 +83,29 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     return args
 
 
-def run_both(argv: list[str]) -> int:
-    passed_on = [arg for arg in argv if arg != "--both"]
+def draw_charts(vendors: list[str], *, publish: bool) -> None:
+    from .charts import draw
+    from .charts import publish as copy_to_docs
+
+    try:
+        written = draw([results_path(vendor) for vendor in vendors], charts_dir())
+    except ImportError as exc:
+        print(f"charts: skipped ({exc}; ./scripts/venv installs matplotlib)")
+        return
+    for path in written:
+        print(f"chart: {path.relative_to(ROOT)}")
+    if publish:
+        for path in copy_to_docs(written, DOCS_CHARTS):
+            print(f"published: {path.relative_to(ROOT)}")
+
+
+def run_both(argv: list[str], args: argparse.Namespace) -> int:
+    passed_on = [arg for arg in argv if arg not in ("--both", "--publish")] + ["--no-charts"]
     env = {k: v for k, v in os.environ.items() if k != "DATABASE_URL"}
     url = os.environ.get("DATABASE_URL", "")
     postgres = url if url.startswith(("postgres://", "postgresql://")) else POSTGRES_URL
     status = 0
+    started = time.perf_counter()
     for vendor, extra in (("sqlite", {}), ("postgresql", {"DATABASE_URL": postgres})):
         results_path(vendor).unlink(missing_ok=True)
         code = subprocess.call(
@@ -57,6 +114,9 @@ def run_both(argv: list[str]) -> int:
         print(flush=True)
         status = status or code
     print("\n".join(combined_summary([results_path("sqlite"), results_path("postgresql")])))
+    print(f"  * both databases {time.perf_counter() - started:.0f} s")
+    if not args.no_charts:
+        draw_charts(["sqlite", "postgresql"], publish=args.publish)
     return status
 
 
@@ -80,20 +140,51 @@ def load_average() -> str:
         return "n/a"
 
 
+def run_parts(args: argparse.Namespace, binding: bool) -> tuple[dict[str, Any], list[Target]]:
+    """Run the chosen parts in order, printing each table as it is ready."""
+    from . import failover, micro, pages, reclaim, reclaim_scale, renew
+
+    payload: dict[str, Any] = {}
+    targets: list[Target] = []
+
+    def show(section: Section, found: list[Target]) -> None:
+        targets.extend(found)
+        print("\n".join(["", *section.render()]), flush=True)
+
+    if "renew" in args.parts:
+        payload["renew"] = []
+        for n in [10_000, 100_000] if args.large else [10_000]:
+            data, section, found = renew.run(n, binding=binding)
+            payload["renew"].append(data)
+            show(section, found)
+    if "reclaim" in args.parts:
+        payload["reclaim"], section, found = reclaim.run(binding=binding)
+        show(section, found)
+        payload["reclaim_scale"], section, found = reclaim_scale.run(
+            binding=binding, large=args.large
+        )
+        show(section, found)
+    if "failover" in args.parts:
+        payload["failover"], section, found = failover.run(binding=binding)
+        show(section, found)
+    if "micro" in args.parts:
+        payload["micro"], section, found = micro.run(binding=binding)
+        show(section, found)
+    if "pages" in args.parts:
+        payload["pages"], section, found = pages.run(binding=binding)
+        show(section, found)
+    return payload, targets
+
+
 def run_one(args: argparse.Namespace) -> int:
     configure_django()
     from django.db import connection
-
-    from . import micro, pages, reclaim, renew
 
     vendor = connection.vendor
     # The requirement's targets are on PostgreSQL; on SQLite they are reported for reference.
     binding = vendor == "postgresql"
     started = time.perf_counter()
     load_before = load_average()
-    sections: list[Section] = []
-    targets: list[Target] = []
-    payload: dict[str, Any] = {"vendor": vendor}
     with throwaway_database() as name:
         version = database_version()
         header = (
@@ -101,30 +192,7 @@ def run_one(args: argparse.Namespace) -> int:
             f"{os.cpu_count()} CPUs, load {load_before}; {datetime.datetime.now():%Y-%m-%d %H:%M}"
         )
         print(header, flush=True)
-        if "renew" in args.parts:
-            sizes = [10_000, 100_000] if args.large else [10_000]
-            payload["renew"] = []
-            for n in sizes:
-                data, section, found = renew.run(n, binding=binding)
-                payload["renew"].append(data)
-                sections.append(section)
-                targets += found
-                print("\n".join(["", *section.render()]), flush=True)
-        if "reclaim" in args.parts:
-            payload["reclaim"], section, found = reclaim.run(binding=binding)
-            sections.append(section)
-            targets += found
-            print("\n".join(["", *section.render()]), flush=True)
-        if "micro" in args.parts:
-            payload["micro"], section, found = micro.run(binding=binding)
-            sections.append(section)
-            targets += found
-            print("\n".join(["", *section.render()]), flush=True)
-        if "pages" in args.parts:
-            payload["pages"], section, found = pages.run(binding=binding)
-            sections.append(section)
-            targets += found
-            print("\n".join(["", *section.render()]), flush=True)
+        payload, targets = run_parts(args, binding)
     elapsed = time.perf_counter() - started
     summary = targets_section(targets)
     summary.notes.append(
@@ -134,23 +202,26 @@ def run_one(args: argparse.Namespace) -> int:
     )
     summary.notes.append(f"whole run {elapsed:.0f} s; load average now {load_average()}")
     print("\n".join(["", *summary.render()]), flush=True)
-    payload.update(
-        {
-            "database": version,
-            "when": datetime.datetime.now().isoformat(timespec="seconds"),
-            "machine": {
-                "cpus": os.cpu_count(),
-                "load_before": load_before,
-                "load_after": load_average(),
-                "python": platform.python_version(),
-            },
-            "commit": git_commit(),
-            "elapsed_s": round(elapsed, 1),
-            "targets": [target.as_json() for target in targets],
-        }
-    )
+    payload = {
+        "vendor": vendor,
+        **payload,
+        "database": version,
+        "when": datetime.datetime.now().isoformat(timespec="seconds"),
+        "machine": {
+            "cpus": os.cpu_count(),
+            "load_before": load_before,
+            "load_after": load_average(),
+            "python": platform.python_version(),
+        },
+        "commit": git_commit(),
+        "options": {"large": args.large, "parts": args.parts},
+        "elapsed_s": round(elapsed, 1),
+        "targets": [target.as_json() for target in targets],
+    }
     path = write_json(vendor, payload)
     print(f"results: {path.relative_to(ROOT)}")
+    if not args.no_charts:
+        draw_charts([vendor], publish=args.publish)
     missed = [t for t in targets if t.binding and not t.met]
     return 1 if args.strict and missed else 0
 
@@ -158,7 +229,7 @@ def run_one(args: argparse.Namespace) -> int:
 def main(argv: list[str]) -> int:
     args = parse_args(argv)
     if args.both:
-        return run_both(argv)
+        return run_both(argv, args)
     return run_one(args)
 
 

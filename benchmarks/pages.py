@@ -1,5 +1,5 @@
 """Pages: the claims page, every live fragment and /metrics, rendered server-side with
-100,000 claims and 20 engines, through Django's test Client as a logged-in operator.
+100,000 claims and 50 engines, through Django's test Client as a logged-in operator.
 
 Server time is the wall time of ``Client.get`` in this process: URL resolution, middleware
 (sessions, auth, CSRF, htmx, Prometheus), the view's queries and the template render; no
@@ -50,8 +50,8 @@ from .report import Section, Target, Timing, fmt
 from .setup import analyze, bulk_insert, delete_rows, timed_ms
 
 CLAIMS = 100_000
-ENGINES = 20
-DEAD_ENGINES = 2
+ENGINES = 50
+DEAD_ENGINES = 3
 DISPOSING_ENGINES = 1
 HELD_LIVE = 40_000  # running, held by a live engine, well inside the TTL
 IN_GRACE = 500  # running, past expires_at but inside the grace
@@ -146,7 +146,7 @@ def _clear() -> None:
 
 
 def _arrange() -> tuple[Fleet, dict[str, Any]]:
-    """100,000 workflows, each with a claim row: 40,000 held live by 17 engines, some in
+    """100,000 workflows, each with a claim row: 40,000 held live by 46 engines, some in
     grace, expired (held by the dead engines), invalid or stranded, the rest finished."""
     _clear()
     started = time.perf_counter()

@@ -4,10 +4,8 @@ from __future__ import annotations
 
 import random
 import statistics
-import threading
 import time
 from collections import Counter
-from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 from typing import Any
 
@@ -30,6 +28,7 @@ from claims.protocol.records import ScanPage
 from claims.protocol.testing import FakeClock
 from claims.store import OrmClaimStore
 
+from .pool import reclaim_pool
 from .report import Section, Target, Timing, fmt
 from .setup import analyze, bulk_insert, delete_rows, timed_ms
 
@@ -203,27 +202,6 @@ def _target(clock: FakeClock) -> tuple[TimedTarget, ClaimMetrics]:
     return target, metrics
 
 
-def _on_every_thread(pool: ThreadPoolExecutor, fn: Any) -> None:
-    """Run fn once on each of the pool's threads (a barrier keeps any thread from taking two)."""
-    barrier = threading.Barrier(RECLAIM_POOL_SIZE)
-
-    def task() -> None:
-        fn()
-        barrier.wait(timeout=60)
-
-    for future in [pool.submit(task) for _ in range(RECLAIM_POOL_SIZE)]:
-        future.result()
-
-
-def _close_connection() -> None:
-    connection.close()  # resolved on the calling thread: each thread has its own
-
-
-def _warm_connection() -> None:
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT 1")
-
-
 def _discovery(data: Dataset, clock: FakeClock) -> tuple[Timing, dict[str, Any], int]:
     target, _ = _target(clock)
     _reset_cursor()
@@ -289,10 +267,8 @@ def run(*, binding: bool) -> tuple[dict[str, Any], Section, list[Target]]:
     discovery, sources, discovery_statements = _discovery(data, clock)
 
     passes: list[dict[str, Any]] = []
-    pool = ThreadPoolExecutor(RECLAIM_POOL_SIZE, thread_name_prefix="bench-reclaim")
-    try:
-        # Like the engine: one long-lived pool whose threads keep their connections.
-        _on_every_thread(pool, _warm_connection)
+    # Like the engine: one long-lived pool whose threads keep their connections.
+    with reclaim_pool() as pool:
         for _ in range(PASS_REPS):
             _strand(data)
             target, metrics = _target(clock)
@@ -310,9 +286,6 @@ def run(*, binding: bool) -> tuple[dict[str, Any], Section, list[Target]]:
                     "status": result.status,
                 }
             )
-    finally:
-        _on_every_thread(pool, _close_connection)
-        pool.shutdown(wait=True)
 
     per_attempt, per_attempt_sql = _statements_per_attempt(data, clock)
 

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .setup import BENCH_DIR
+from .setup import BENCH_DB_NAME, BENCH_DIR, DEFAULT_DB_NAME
 
 
 @dataclass(frozen=True)
@@ -138,8 +138,17 @@ def targets_section(targets: list[Target]) -> Section:
     return section
 
 
+def _run_name() -> str:
+    """'' for the default benchmark database, '-<name>' for one named by the environment."""
+    return "" if BENCH_DB_NAME == DEFAULT_DB_NAME else f"-{BENCH_DB_NAME}"
+
+
 def results_path(vendor: str) -> Path:
-    return BENCH_DIR / f"results-{vendor}.json"
+    return BENCH_DIR / f"results-{vendor}{_run_name()}.json"
+
+
+def charts_dir() -> Path:
+    return BENCH_DIR / f"charts{_run_name()}"
 
 
 def write_json(vendor: str, payload: dict[str, Any]) -> Path:

@@ -17,10 +17,12 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 BENCH_DIR = ROOT / "var" / "bench"
-# Two benchmark runs at once each need their own database: WEFTBOARD_BENCH_DB_NAME names it.
-_BENCH_DB = os.environ.get("WEFTBOARD_BENCH_DB_NAME", "").strip() or "test_weftboard_bench"
-SQLITE_TEST_FILE = BENCH_DIR / f"{_BENCH_DB}.sqlite3"
-POSTGRES_TEST_NAME = _BENCH_DB
+DEFAULT_DB_NAME = "test_weftboard_bench"
+# Two benchmark runs at once each need their own database: WEFTBOARD_BENCH_DB_NAME names it
+# (and their results and charts are then kept apart under that name too).
+BENCH_DB_NAME = os.environ.get("WEFTBOARD_BENCH_DB_NAME", "").strip() or DEFAULT_DB_NAME
+SQLITE_TEST_FILE = BENCH_DIR / f"{BENCH_DB_NAME}.sqlite3"
+POSTGRES_TEST_NAME = BENCH_DB_NAME
 BATCH_SIZE = 5_000
 
 
