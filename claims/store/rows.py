@@ -1,8 +1,9 @@
-"""The Django ORM claim store: every compare-and-swap is one conditional statement.
+"""Single-claim reads and compare-and-swaps: each CAS is one conditional statement.
 
 The row count of a conditional UPDATE (or INSERT ... ON CONFLICT DO NOTHING)
 decides each CAS; nothing is read, modified and saved. A transition and its
-ClaimEvent commit in one transaction, so the event log is a faithful witness.
+ClaimEvent commit together, so the event log is a faithful witness. The
+statements themselves are in ``sql.py``.
 """
 
 from __future__ import annotations
@@ -16,30 +17,54 @@ from claims.models import ClaimEvent, OwnershipModeMarker, WorkflowClaim
 from claims.protocol.errors import EngineDeposedError
 from claims.protocol.records import ClaimEventRecord, ClaimRow, Holder
 
+from .prepared import database, fetch_one, run
+from .sql import HOLDER_COLUMNS as HOLDER_COLUMNS  # the selectors read rows with these
+from .sql import claim_statements
+
 T = TypeVar("T")
 
-HOLDER_COLUMNS = (
-    "holder_engine_id",
-    "holder_epoch",
-    "holder_expires_at_ms",
-    "holder_claimed_at_ms",
-)
 
-
-def _holder_values(holder: Holder | None) -> dict[str, Any]:
+def _holder(holder: Holder | None) -> tuple[Any, ...]:
     if holder is None:
-        return dict.fromkeys(HOLDER_COLUMNS)
-    return {
-        "holder_engine_id": holder.engine_id,
-        "holder_epoch": holder.epoch,
-        "holder_expires_at_ms": holder.expires_at_ms,
-        "holder_claimed_at_ms": holder.claimed_at_ms,
-    }
+        return (None, None, None, None)
+    return (holder.engine_id, holder.epoch, holder.expires_at_ms, holder.claimed_at_ms)
 
 
-def _held_condition(held: Holder) -> dict[str, Any]:
-    """My own claim: the epoch column and all four holder columns as I last wrote them."""
-    return {"epoch": held.epoch, **_holder_values(held)}
+def _event(event: ClaimEventRecord) -> tuple[Any, ...]:
+    return (
+        event.workflow_id,
+        event.kind,
+        event.epoch_before,
+        event.epoch_after,
+        event.engine_id,
+        event.actor,
+        event.reason,
+        event.at_ms,
+    )
+
+
+def _transition(name: str, params: tuple[Any, ...], event: ClaimEventRecord | None) -> bool:
+    """Apply one CAS and, when it applied, write its event; True if it applied."""
+    db = database()
+    statements = claim_statements(db.vendor)
+    if event is not None and not statements.logged:
+        # SQLite: the CAS and its event are two statements, so they need a transaction.
+        with transaction.atomic():
+            applied = run(db, statements.transitions[name], params) == 1
+            if applied:
+                run(db, statements.event, _event(event))
+        return applied
+    if event is None:
+        sql, values = statements.transitions[name], params
+    else:
+        sql, values = statements.logged[name], (*params, *_event(event))
+    if not db.in_atomic_block:
+        # One statement in autocommit is its own transaction.
+        return run(db, sql, values) == 1
+    # Inside the caller's transaction, a savepoint keeps that transaction usable
+    # if this statement fails and the caller carries on.
+    with transaction.atomic():
+        return run(db, sql, values) == 1
 
 
 def claim_row_from_values(
@@ -83,22 +108,14 @@ class ClaimRowStore:
     """Single-claim reads and compare-and-swaps."""
 
     def read_claim(self, workflow_id: str) -> ClaimRow | None:
-        values = (
-            WorkflowClaim.objects.filter(workflow_id=workflow_id)
-            .values_list("epoch", *HOLDER_COLUMNS)
-            .first()
-        )
+        db = database()
+        values = fetch_one(db, claim_statements(db.vendor).read, (workflow_id,))
         return None if values is None else claim_row_from_values(workflow_id, *values)
 
     def cas_insert(
         self, workflow_id: str, *, holder: Holder | None, event: ClaimEventRecord | None
     ) -> bool:
-        values = {"workflow_id": workflow_id, "epoch": 1, **_holder_values(holder)}
-        with transaction.atomic():
-            inserted = insert_if_absent(WorkflowClaim, values)
-            if inserted and event is not None:
-                event_row(event).save(force_insert=True)
-        return inserted
+        return _transition("insert", (workflow_id, *_holder(holder)), event)
 
     def cas_grant(
         self,
@@ -109,9 +126,14 @@ class ClaimRowStore:
         holder: Holder | None,
         event: ClaimEventRecord | None,
     ) -> bool:
-        # filter(col=None) compiles to IS NULL, so an absent holder compares correctly.
-        condition = {"epoch": expected_epoch, **_holder_values(expected_holder)}
-        return self._transition(workflow_id, condition, expected_epoch + 1, holder, event)
+        params = (
+            expected_epoch + 1,
+            *_holder(holder),
+            workflow_id,
+            expected_epoch,
+            *_holder(expected_holder),
+        )
+        return _transition("grant", params, event)
 
     def cas_rotate(
         self,
@@ -121,44 +143,24 @@ class ClaimRowStore:
         holder: Holder | None,
         event: ClaimEventRecord | None,
     ) -> bool:
-        condition = {"epoch": expected_epoch}
-        return self._transition(workflow_id, condition, expected_epoch + 1, holder, event)
-
-    def _transition(
-        self,
-        workflow_id: str,
-        condition: dict[str, Any],
-        new_epoch: int,
-        holder: Holder | None,
-        event: ClaimEventRecord | None,
-    ) -> bool:
-        with transaction.atomic():
-            updated = WorkflowClaim.objects.filter(workflow_id=workflow_id, **condition).update(
-                epoch=new_epoch, **_holder_values(holder)
-            )
-            if updated and event is not None:
-                event_row(event).save(force_insert=True)
-        return updated == 1
+        params = (expected_epoch + 1, *_holder(holder), workflow_id, expected_epoch)
+        return _transition("rotate", params, event)
 
     def cas_renew(self, workflow_id: str, *, held: Holder, expires_at_ms: int) -> bool:
-        updated = WorkflowClaim.objects.filter(
-            workflow_id=workflow_id, **_held_condition(held)
-        ).update(holder_expires_at_ms=expires_at_ms)
-        return updated == 1
+        db = database()
+        params = (expires_at_ms, workflow_id, held.epoch, *_holder(held))
+        return run(db, claim_statements(db.vendor).renew, params) == 1
 
     def cas_release(
         self, workflow_id: str, *, held: Holder, event: ClaimEventRecord | None
     ) -> bool:
-        with transaction.atomic():
-            updated = WorkflowClaim.objects.filter(
-                workflow_id=workflow_id, **_held_condition(held)
-            ).update(**_holder_values(None))
-            if updated and event is not None:
-                event_row(event).save(force_insert=True)
-        return updated == 1
+        return _transition("release", (workflow_id, held.epoch, *_holder(held)), event)
 
     def record_event(self, event: ClaimEventRecord) -> None:
-        event_row(event).save(force_insert=True)
+        # As Model.save() would: a failure inside an atomic block marks it for rollback.
+        with transaction.mark_for_rollback_on_error():
+            db = database()
+            run(db, claim_statements(db.vendor).event, _event(event))
 
     def fenced_write(self, workflow_id: str, epoch: int, fn: Callable[[], T]) -> T:
         with transaction.atomic():

@@ -29,12 +29,21 @@ FENCE_HOLD_S = 0.5
 
 
 class SlowFenceStore(OrmClaimStore):
-    """Holds each fence open a while before the write, and says when it holds it."""
+    """Holds the checkpoint's fence open a while before the write, and says when it holds it.
+
+    A ledger step takes two fences: its side effect's, then its checkpoint's; only the
+    second (the first checkpoint of the drive) is held open.
+    """
 
     def __init__(self) -> None:
         self.fence_held = threading.Event()
+        self._fences = 0
 
     def fenced_write(self, workflow_id: str, epoch: int, fn: Callable[[], T]) -> T:
+        self._fences += 1
+        if self._fences != 2:
+            return super().fenced_write(workflow_id, epoch, fn)
+
         def slow() -> T:
             self.fence_held.set()
             time.sleep(FENCE_HOLD_S)
@@ -87,10 +96,12 @@ def test_cancel_during_a_checkpoint_waits_for_it_then_deposes_the_drive():
         # finds the workflow completed, which is refused cleanly.
         assert isinstance(results["cancel"], InvalidTransitionError)
         assert row.status == "completed"
+        assert ledger(wf) == {"step-1": [(1, "a")], "step-2": [(1, "a")]}
     else:
         assert results == {"drive": "deposed", "cancel": "cancelled"}
         assert row.status == "cancelled"
         assert "result" not in row.state
+        # step-2's side effect is fenced too: after the cancel it is refused, not run.
+        assert ledger(wf) == {"step-1": [(1, "a")]}
     committed = list(row.state["steps"])
     assert committed[:1] == ["step-1"]
-    assert ledger(wf) == {"step-1": [(1, "a")], "step-2": [(1, "a")]}
