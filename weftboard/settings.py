@@ -108,6 +108,10 @@ def database_config() -> dict[str, Any]:
         options.setdefault(
             "application_name", os.environ.get("PGAPPNAME", "").strip() or "weftboard"
         )
+        # The store prepares its claim statements server-side; a pooler that cannot keep
+        # prepared statements (PgBouncer in transaction mode before 1.21) needs them off.
+        if not env_flag("WEFTBOARD_DB_PREPARED_STATEMENTS", default=True):
+            options["prepare_threshold"] = None
         # Lets two test runs share one server without dropping each other's database.
         if test_name := os.environ.get("WEFTBOARD_TEST_DB_NAME", "").strip():
             config["TEST"] = {"NAME": f"test_{test_name}"}
