@@ -106,15 +106,18 @@ def _passes(engine: Engine, now_ms: int, timing: ClaimTiming) -> list[PassView]:
 
 def _rows(engines: Sequence[Engine], now_ms: int, timing: ClaimTiming) -> list[EngineRow]:
     ids = [engine.engine_id for engine in engines]
-    counters: dict[str, dict[str, int]] = {i: dict.fromkeys(CounterName.values, 0) for i in ids}
+    names = CounterName.values
+    counters: dict[str, dict[str, int]] = {i: dict.fromkeys(names, 0) for i in ids}
     for engine_id, name, value in ClaimCounter.objects.filter(engine_id__in=ids).values_list(
         "engine_id", "name", "value"
     ):
         counters[engine_id][name] = value
+    # COUNT(*) reads no column, so PostgreSQL may count from the holder index alone
+    # (an index-only scan) wherever the visibility map lets it skip the table.
     holding = dict(
         WorkflowClaim.objects.filter(holder_engine_id__in=ids)
         .values("holder_engine_id")
-        .annotate(n=Count("pk"))
+        .annotate(n=Count("*"))
         .order_by()
         .values_list("holder_engine_id", "n")
     )

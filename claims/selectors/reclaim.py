@@ -30,7 +30,7 @@ class ReclaimPass:
     at_ms: int | None
     duration_ms: float | None
     status: str
-    candidates: dict[str, int]
+    candidates: dict[str, int]  # by source, in SOURCES order: the table's column order
     scanned: int
     wrapped: bool
     attempted: int

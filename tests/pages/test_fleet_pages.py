@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from claims.models import ClaimCounter, ClaimEvent, ReclaimCursor, Workflow
@@ -47,6 +49,26 @@ def test_engines_list_live_first_with_holdings_and_counters(operator_client):
     assert html.index("/engines/e-live/") < html.index("/engines/e-dead/")
     assert 'href="/claims/?engine=e-live">1</a>' in html
     assert "0 / 5" in html  # acquired / takeover
+
+
+def test_engines_table_rows_show_passes_skew_and_plain_counters(operator_client):
+    """Per pass: when it last finished, how long it took and a late flag; counters unformatted."""
+    now = now_ms()
+    summary = {
+        "renew": {"at_ms": now - 1_000, "duration_ms": 40.0},
+        "reclaim": {"at_ms": now - 90_000, "duration_ms": 1_500},
+    }
+    make_engine("e-1", clock_skew_ms=-12, clock_error_ms=None, pass_summary=summary)
+    ClaimCounter.objects.create(engine_id="e-1", name="acquired", value=12_345)
+
+    html = operator_client.get("/engines/", **htmx("engines-live")).content.decode()
+
+    finished = r'<td class="stack"><time datetime="[^"]+" title="[^"]+">[^<]+ ago</time>'
+    assert re.search(finished + "<small>40.0 ms</small></td>", html)
+    assert re.search(finished + ' <span class="flag">late</span><small>1.5 s</small></td>', html)
+    assert '<td class="stack"><span class="muted">—</span></td>' in html  # wake: not run yet
+    assert "<span>-12 ms</span><small>± ? ms</small>" in html
+    assert '<td class="num">12345 / 0</td>' in html
 
 
 def test_engines_status_filter(operator_client):
@@ -123,6 +145,21 @@ def test_reclaim_cursor_is_a_progress_bar_over_the_keyspace(operator_client):
     assert "3 full sweeps" in html
     assert '<span class="kpi__value">5</span><span class="kpi__label">stale</span>' in html
     assert "next wrap in about" in html
+
+
+def test_reclaim_pass_rows_list_candidates_in_source_order(operator_client):
+    """stale, unheld (index), unheld (scan), re-drives: the columns of the headings."""
+    summary = reclaim_summary(
+        now_ms(), stale_holders=4, unheld_indexed=2, authoritative_scan=1, pending_redrives=3
+    )
+    make_engine("e-1", pass_summary=summary)
+
+    html = operator_client.get("/reclaim/", **htmx("reclaim-live")).content.decode()
+
+    headings = re.findall(r'<th scope="col" class="num" title="[^"]+">([^<]+)</th>', html)
+    assert headings[:4] == ["stale", "unheld (index)", "unheld (scan)", "re-drives"]
+    cells = "".join(f'<td class="num">{n}</td>' for n in (4, 2, 1, 3))
+    assert re.search(r"<td>completed</td>\s*" + cells, html)
 
 
 def test_reclaim_page_query_count(operator_client, django_assert_num_queries):
