@@ -21,6 +21,9 @@ from claims.protocol.records import Holder, ScanPage, WorkflowInfo
 
 from .rows import insert_if_absent
 
+# The predicate of the partial index workflow_claim_held_idx, term for term: PostgreSQL
+# and SQLite use a partial index only for a query that repeats its predicate, and
+# through it the reclaim queries read the held rows instead of every claim row.
 HOLDER_PRESENT = (
     Q(holder_engine_id__isnull=False)
     | Q(holder_epoch__isnull=False)
@@ -42,11 +45,17 @@ HOLDER_INVALID = (
     | Q(holder_claimed_at_ms__gt=MAX_SAFE_INTEGER)
 )
 
+# Each chunk must reach its claim rows by key. The explicit key list keeps the scan of
+# the claim table to the chunk's rows whatever join the planner picks; and the holder
+# epoch comes as its own array because equating both epoch columns to one input lets
+# the planner infer epoch = holder_epoch, misjudge the match as a few rows, and hash
+# the whole table for every chunk.
 _RENEW_POSTGRES = """
 UPDATE {table} AS c SET holder_expires_at_ms = %s
-FROM unnest(%s::text[], %s::bigint[], %s::text[], %s::bigint[], %s::bigint[])
-    AS u(wid, ep, engine, expires, claimed)
-WHERE c.workflow_id = u.wid AND c.epoch = u.ep AND c.holder_epoch = u.ep
+FROM unnest(%s::text[], %s::bigint[], %s::bigint[], %s::text[], %s::bigint[], %s::bigint[])
+    AS u(wid, ep, holder_ep, engine, expires, claimed)
+WHERE c.workflow_id = ANY(%s::text[])
+  AND c.workflow_id = u.wid AND c.epoch = u.ep AND c.holder_epoch = u.holder_ep
   AND c.holder_engine_id = u.engine AND c.holder_expires_at_ms = u.expires
   AND c.holder_claimed_at_ms = u.claimed
 RETURNING c.workflow_id
@@ -77,8 +86,13 @@ class PassQueries:
         rows = [(wf, h.epoch, h.engine_id, h.expires_at_ms, h.claimed_at_ms) for wf, h in held]
         with connection.cursor() as cursor:
             if connection.vendor == "postgresql":
-                columns = [list(column) for column in zip(*rows, strict=True)]
-                cursor.execute(_RENEW_POSTGRES.format(table=table), [expires_at_ms, *columns])
+                ids, epochs, engines, expires, claimed = (
+                    list(column) for column in zip(*rows, strict=True)
+                )
+                cursor.execute(
+                    _RENEW_POSTGRES.format(table=table),
+                    [expires_at_ms, ids, epochs, epochs, engines, expires, claimed, ids],
+                )
             else:
                 sql = _RENEW_SQLITE.format(table=table)
                 cursor.execute(sql, [expires_at_ms, json.dumps(rows)])
