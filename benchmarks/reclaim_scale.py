@@ -13,7 +13,6 @@ workflow types as its gate, and a long-lived pool of 16 threads with warm connec
 from __future__ import annotations
 
 import statistics
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
@@ -23,12 +22,11 @@ from django.db import connection
 
 from claims.models import ClaimEvent, ReclaimCursor, Workflow, WorkflowClaim, WorkflowVisibility
 from claims.protocol import ClaimMetrics, ClaimRegistry, ClaimTiming, run_reclaim_pass
-from claims.protocol.reclaim import ReclaimTarget
 from claims.protocol.testing import FakeClock
 from claims.runtime.types import is_type_registered
 
 from .pool import reclaim_pool
-from .reclaim import SourceTimedStore
+from .reclaim import SourceTimedStore, TimedTarget
 from .report import Section, Target, Timing, fmt, ratio
 from .seed import MINUTE_MS, Layout, clear, count_in, execute_in, seed
 from .setup import timed_ms
@@ -85,19 +83,6 @@ class Point:
             "drained": all(self.drained),
             "discovery_sources_median_ms": self.source_medians(),
         }
-
-
-class TimedTarget(ReclaimTarget):
-    """Notes how long discovery took inside the pass."""
-
-    discovery_ms: float = 0.0
-
-    def list_candidates(self) -> list[str]:
-        started = time.perf_counter()
-        try:
-            return super().list_candidates()
-        finally:
-            self.discovery_ms = (time.perf_counter() - started) * 1_000
 
 
 def _layout(total: int, reserve: int) -> Layout:

@@ -14,7 +14,7 @@ import socket
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .processes import VENV_BIN, Process, wait_until
+from .processes import VENV_BIN, Process, beat_argv, engine_argv, wait_until
 
 
 def free_port() -> int:
@@ -43,7 +43,6 @@ class EngineSlot:
     name: str
     process: Process | None = None
     skew_ms: int = 0
-    boots: int = 0
     stopped: bool = False  # SIGSTOP in force
 
 
@@ -154,17 +153,7 @@ class Fleet:
 
     def beat_start(self) -> None:
         self.beat = self._process(
-            "beat",
-            [
-                str(VENV_BIN / "celery"),
-                "-A",
-                "weftboard",
-                "beat",
-                "--schedule",
-                str(self.workdir / "beat-schedule"),
-                "--loglevel",
-                "WARNING",
-            ],
+            "beat", beat_argv(self.workdir / "beat-schedule", loglevel="WARNING")
         )
 
     # -- engines ---------------------------------------------------------------------------
@@ -173,26 +162,10 @@ class Fleet:
         if slot.process is not None:
             slot.process.close()
         slot.skew_ms = skew_ms
-        slot.boots += 1
         slot.stopped = False
         slot.process = self._process(
             slot.name,
-            [
-                str(VENV_BIN / "celery"),
-                "-A",
-                "weftboard",
-                "worker",
-                "--pool",
-                "threads",
-                "--concurrency",
-                "4",
-                "--hostname",
-                f"{slot.name}@%h",
-                "--without-gossip",
-                "--without-mingle",
-                "--loglevel",
-                "WARNING",
-            ],
+            engine_argv(slot.name, loglevel="WARNING"),
             skew_ms=skew_ms,
         )
 

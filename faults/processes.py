@@ -17,6 +17,39 @@ VENV_BIN = REPO / ".venv" / "bin"
 STOP_TIMEOUT_S = 20
 
 
+def engine_argv(name: str, *, pool: str = "threads", loglevel: str = "INFO") -> list[str]:
+    """The command line of one engine: a Celery worker on its own queue (named after it)."""
+    return [
+        str(VENV_BIN / "celery"),
+        "-A",
+        "weftboard",
+        "worker",
+        "--pool",
+        pool,
+        "--concurrency",
+        "4",
+        "--hostname",
+        f"{name}@%h",
+        "--without-gossip",
+        "--without-mingle",
+        "--loglevel",
+        loglevel,
+    ]
+
+
+def beat_argv(schedule: Path, *, loglevel: str = "INFO") -> list[str]:
+    return [
+        str(VENV_BIN / "celery"),
+        "-A",
+        "weftboard",
+        "beat",
+        "--schedule",
+        str(schedule),
+        "--loglevel",
+        loglevel,
+    ]
+
+
 def wait_until(
     probe: Callable[[], T | None],
     *,

@@ -15,7 +15,7 @@ from typing import Any
 from urllib.parse import quote, urlsplit, urlunsplit
 
 from claims.models import Engine, EngineStatus
-from faults.processes import REPO, VENV_BIN, Process, wait_until
+from faults.processes import REPO, VENV_BIN, Process, beat_argv, engine_argv, wait_until
 
 __all__ = ["REPO", "VENV_BIN", "Fleet", "Process", "wait_until"]
 
@@ -106,40 +106,10 @@ class Fleet:
         return process
 
     def start_engine(self, name: str, *, pool: str = "threads") -> Process:
-        return self._start(
-            name,
-            [
-                str(VENV_BIN / "celery"),
-                "-A",
-                "weftboard",
-                "worker",
-                "--pool",
-                pool,
-                "--concurrency",
-                "4",
-                "--hostname",
-                f"{name}@%h",
-                "--without-gossip",
-                "--without-mingle",
-                "--loglevel",
-                "INFO",
-            ],
-        )
+        return self._start(name, engine_argv(name, pool=pool))
 
     def start_beat(self) -> Process:
-        return self._start(
-            "beat",
-            [
-                str(VENV_BIN / "celery"),
-                "-A",
-                "weftboard",
-                "beat",
-                "--schedule",
-                str(self.workdir / "beat-schedule"),
-                "--loglevel",
-                "INFO",
-            ],
-        )
+        return self._start("beat", beat_argv(self.workdir / "beat-schedule"))
 
     def check_alive(self) -> None:
         """Fail at once when a process died that the test did not stop."""
