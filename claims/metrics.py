@@ -72,6 +72,11 @@ class FleetCollector(Collector):
             "Total per-workflow claim renewal failures",
             value=fleet.counters.get("renewal_failures", 0),
         )
+        yield CounterMetricFamily(
+            "weftboard_broker_messages_rejected",
+            "Broker messages an engine could not decode, logged with their queue and set aside",
+            value=fleet.counters.get("broker_rejected", 0),
+        )
         engines = GaugeMetricFamily("weftboard_engines", "Engines by status", labels=["status"])
         for status, count in fleet.engines_by_status.items():
             engines.add_metric([status], count)

@@ -218,6 +218,8 @@ class CounterName(models.TextChoices):
     DEPOSED = "deposed"
     BACKOFF_SKIPPED = "backoff_skipped"
     RENEWAL_FAILURES = "renewal_failures"
+    # Broker messages this engine could not decode, logged and set aside (weftboard.broker).
+    BROKER_REJECTED = "broker_rejected"
 
 
 class ClaimCounter(models.Model):

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import os
-from pathlib import Path
 from typing import Any
 
 from celery import Celery
+
+from weftboard.broker import register_transports
 
 # `celery -A weftboard worker` starts without manage.py, so it needs the default too.
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "weftboard.settings")
@@ -14,20 +15,10 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "weftboard.settings")
 # How often beat looks for a due or orphaned visibility backfill.
 BACKFILL_POLL_S = 15.0
 
+register_transports()  # spool://, the embedded broker
 app = Celery("weftboard")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
-
-
-@app.on_after_configure.connect
-def create_broker_folders(sender: Celery, **kwargs: Any) -> None:
-    """The filesystem transport expects its folders to exist; web and workers both publish."""
-    if not str(sender.conf.broker_url).startswith("filesystem://"):
-        return
-    options = sender.conf.broker_transport_options or {}
-    for key in ("data_folder_in", "data_folder_out", "processed_folder", "control_folder"):
-        if folder := options.get(key):
-            Path(folder).mkdir(parents=True, exist_ok=True)
 
 
 @app.on_after_finalize.connect

@@ -10,7 +10,9 @@ import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
 BASE_DIR = Path(__file__).resolve().parent.parent
-VAR_DIR = BASE_DIR / "var"
+# The embedded database, broker spool, beat schedule and logs; a soak run or a second
+# local fleet points this elsewhere.
+VAR_DIR = Path(os.environ.get("WEFTBOARD_VAR_DIR", "").strip() or BASE_DIR / "var").resolve()
 
 
 def env_flag(name: str, *, default: bool = False) -> bool:
@@ -53,6 +55,8 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     "django_prometheus.middleware.PrometheusBeforeMiddleware",
     "django.middleware.security.SecurityMiddleware",
+    # Static files from the web process itself (no CDN, no separate server), before sessions.
+    "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -139,24 +143,50 @@ USE_TZ = True
 
 STATIC_URL = "static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
-STATIC_ROOT = VAR_DIR / "static"
+# Production runs `collectstatic` into WEFTBOARD_STATIC_ROOT: compressed files under hashed
+# names that browsers may cache for good. Without it (development, tests) WhiteNoise serves
+# the source folders as they are.
+_static_root = os.environ.get("WEFTBOARD_STATIC_ROOT", "").strip()
+STATIC_ROOT = Path(_static_root).resolve() if _static_root else None
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {
+        "BACKEND": "whitenoise.storage.CompressedManifestStaticFilesStorage"
+        if _static_root
+        else "django.contrib.staticfiles.storage.StaticFilesStorage"
+    },
+}
+WHITENOISE_USE_FINDERS = not _static_root
+WHITENOISE_AUTOREFRESH = DEBUG
 
+# Under ./scripts/run every process writes to one terminal: each line names its process.
+PROCESS_NAME = os.environ.get("WEFTBOARD_PROCESS_NAME", "").strip()
+_LOG_PREFIX = f"{PROCESS_NAME} " if PROCESS_NAME else ""
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
     "formatters": {
-        "plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"},
+        "plain": {"format": f"%(asctime)s {_LOG_PREFIX}%(levelname)s %(name)s %(message)s"},
+        "requests": {"format": f"%(asctime)s {_LOG_PREFIX}%(message)s"},
     },
     "handlers": {
         "console": {"class": "logging.StreamHandler", "formatter": "plain"},
+        "requests": {"class": "logging.StreamHandler", "formatter": "requests"},
     },
     "loggers": {
         "weftboard.claims": {"handlers": ["console"], "level": "INFO", "propagate": False},
+        "weftboard.broker": {"handlers": ["console"], "level": "INFO", "propagate": False},
         # Django sends server errors only to e-mail when DEBUG is off; an operator needs the
         # traceback in the process's own log.
         "django.request": {"handlers": ["console"], "level": "ERROR", "propagate": False},
+        "django.server": {"handlers": ["requests"], "level": "INFO", "propagate": False},
     },
 }
+CELERY_WORKER_LOG_FORMAT = f"[%(asctime)s: {_LOG_PREFIX}%(levelname)s/%(processName)s] %(message)s"
+CELERY_WORKER_TASK_LOG_FORMAT = (
+    f"[%(asctime)s: {_LOG_PREFIX}%(levelname)s/%(processName)s] "
+    "%(task_name)s[%(task_id)s]: %(message)s"
+)
 
 # Durations like "30s" or "9999ms"; claims.conf validates them at startup.
 # Modules whose @workflow functions an engine registers at boot.
@@ -173,17 +203,28 @@ WEFTBOARD_METRICS_TOKEN = os.environ.get("WEFTBOARD_METRICS_TOKEN", "").strip()
 WEFT_CLAIM_TTL = os.environ.get("WEFT_CLAIM_TTL", "30s")
 WEFT_CLAIM_RENEW_INTERVAL = os.environ.get("WEFT_CLAIM_RENEW_INTERVAL", "5s")
 
-BROKER_DIR = VAR_DIR / "broker"
-CELERY_BROKER_URL = os.environ.get("CELERY_BROKER_URL", "").strip() or "filesystem://"
-CELERY_BROKER_TRANSPORT_OPTIONS: dict[str, Any] = {}
-if CELERY_BROKER_URL.startswith("filesystem://"):
-    # Producers and consumers share one folder: that is what makes it a queue.
-    CELERY_BROKER_TRANSPORT_OPTIONS = {
-        "data_folder_in": str(BROKER_DIR / "out"),
-        "data_folder_out": str(BROKER_DIR / "out"),
-        "processed_folder": str(BROKER_DIR / "processed"),
-        "control_folder": str(BROKER_DIR / "control"),
-    }
+
+def broker_config(url: str) -> tuple[str | None, dict[str, Any]]:
+    """The kombu transport class (None: the URL's own) and options for a broker URL."""
+    scheme = url.split("://", 1)[0].lower()
+    if scheme == "spool":
+        # The embedded broker (weftboard.broker.spool): safe for many processes. Polling
+        # every 0.1 s puts a tick on an engine within about 0.1 s for about 0.3 % of a core.
+        return None, {"spool_folder": str(VAR_DIR / "broker"), "polling_interval": 0.1}
+    if scheme == "filesystem":
+        raise ImproperlyConfigured(
+            "CELERY_BROKER_URL=filesystem:// is kombu's filesystem transport, which hands "
+            "consumers half-written messages when several processes share it; leave "
+            "CELERY_BROKER_URL unset for the embedded spool:// broker, or use Redis"
+        )
+    if scheme in {"redis", "rediss"}:
+        # The same transport, but a message that does not decode cannot stop a worker.
+        return "weftboard.broker.guarded_redis:Transport", {}
+    return None, {}
+
+
+CELERY_BROKER_URL = os.environ.get("CELERY_BROKER_URL", "").strip() or "spool://"
+CELERY_BROKER_TRANSPORT, CELERY_BROKER_TRANSPORT_OPTIONS = broker_config(CELERY_BROKER_URL)
 # Celery 5 warns unless this is explicit; retrying lets a worker outlive a broker restart.
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_TASK_IGNORE_RESULT = True

@@ -33,6 +33,7 @@ from claims.protocol.constants import OUTCOMES
 from claims.runtime.driver import WorkflowDriver
 from claims.runtime.types import is_type_registered
 from claims.store import OrmClaimStore
+from weftboard.broker.guard import rejected_total as broker_rejected_total
 
 logger = logging.getLogger("weftboard.claims")
 
@@ -100,7 +101,7 @@ class LocalEngine:
         self._summary: dict[str, Any] = {}
         self._flush_lock = threading.Lock()
         self._histograms = {name: PassHistogram() for name in PASS_NAMES}
-        self._flushed = {name: 0 for name in (*OUTCOMES, "renewal_failures")}
+        self._flushed = {name: 0 for name in (*OUTCOMES, "renewal_failures", "broker_rejected")}
 
     # -- lifecycle ---------------------------------------------------------------
 
@@ -251,7 +252,11 @@ class LocalEngine:
         """Persist what the counters gained since the last flush (one flush at a time)."""
         with self._flush_lock:
             snapshot = self.metrics.snapshot()
-            totals = {**snapshot["attempts"], "renewal_failures": snapshot["renewal_failures"]}
+            totals = {
+                **snapshot["attempts"],
+                "renewal_failures": snapshot["renewal_failures"],
+                "broker_rejected": broker_rejected_total(),
+            }
             deltas = {name: totals[name] - self._flushed[name] for name in totals}
             fleet.counters_add(engine_id=self.engine_id, deltas=deltas)
             self._flushed = totals

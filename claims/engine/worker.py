@@ -100,7 +100,14 @@ def start_engine(sender: Any, **kwargs: Any) -> None:
 
     from claims.runtime.types import load_workflow_modules
 
-    types = load_workflow_modules(settings.WEFTBOARD_WORKFLOW_MODULES)
+    try:
+        types = load_workflow_modules(settings.WEFTBOARD_WORKFLOW_MODULES)
+    except ImportError as error:
+        # Celery would log and swallow the error, leaving a worker that runs no engine.
+        refuse_to_start(
+            f"WEFTBOARD_WORKFLOW_MODULES={','.join(settings.WEFTBOARD_WORKFLOW_MODULES)!r}: "
+            f"cannot import a workflow module: {error}"
+        )
     logger.info("engine runs workflow types: %s", ", ".join(types))
 
     try:

@@ -22,7 +22,7 @@ def bootstrap() -> str:
 
 def test_first_run_creates_admin_and_later_runs_print_the_same_working_login(tmp_path):
     """A new admin gets a random password, kept and printed again on the next run."""
-    with override_settings(BASE_DIR=tmp_path):
+    with override_settings(VAR_DIR=tmp_path / "var"):
         first = bootstrap()
         second = bootstrap()
 
@@ -33,7 +33,7 @@ def test_first_run_creates_admin_and_later_runs_print_the_same_working_login(tmp
 def test_a_kept_password_that_does_not_match_is_replaced_by_a_working_one(tmp_path):
     """When the kept password belongs to another database, a new one is set and printed."""
     get_user_model().objects.create_superuser("admin", "", "set-elsewhere")
-    with override_settings(BASE_DIR=tmp_path):
+    with override_settings(VAR_DIR=tmp_path / "var"):
         bootstrap()  # no kept file yet: a new password
         kept = next((tmp_path / "var").glob("admin-password*.txt"))
         kept.write_text("stale-password\n")

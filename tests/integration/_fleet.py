@@ -78,12 +78,14 @@ def database_url(settings_dict: dict[str, Any]) -> str:
 
 
 class Fleet:
-    """Engines and a beat sharing the test database and a dedicated Redis broker."""
+    """Engines and a beat sharing the test database and a broker of their own: a dedicated
+    Redis database, or the embedded spool under ``var_dir``."""
 
-    def __init__(self, workdir: Path, *, database_url: str, broker_url: str) -> None:
+    def __init__(self, workdir: Path, *, database_url: str, broker_url: str, var_dir: Path) -> None:
         self.workdir = workdir
         self.database_url = database_url
         self.broker_url = broker_url
+        self.var_dir = var_dir
         self.processes: list[Process] = []
         self.hostname = socket.gethostname()
 
@@ -92,6 +94,7 @@ class Fleet:
         env.update(
             DATABASE_URL=self.database_url,
             CELERY_BROKER_URL=self.broker_url,
+            WEFTBOARD_VAR_DIR=str(self.var_dir),
             WEFT_CLAIM_TTL=f"{TTL_MS}ms",
             WEFT_CLAIM_RENEW_INTERVAL=f"{RENEW_INTERVAL_MS}ms",
             WEFTBOARD_SECRET_KEY="x",
@@ -101,7 +104,9 @@ class Fleet:
         return env
 
     def _start(self, name: str, argv: list[str]) -> Process:
-        process = Process(name, argv, self.env(), self.workdir / f"{name}.log")
+        # PGAPPNAME names the process's database sessions, so a test can drop them.
+        env = {**self.env(), "PGAPPNAME": f"weftboard-test-{name}"}
+        process = Process(name, argv, env, self.workdir / f"{name}.log")
         self.processes.append(process)
         return process
 

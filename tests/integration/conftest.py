@@ -23,10 +23,7 @@ from ._fleet import (
 
 @pytest.fixture
 def engine_services() -> None:
-    """A reachable Redis, and PostgreSQL as the test database (engines are other processes)."""
-    url = configured_redis_url()
-    reachable, reason = redis_reachable(url)
-    require_service("Redis", reachable, reason)
+    """PostgreSQL as the test database (engines are other processes)."""
     if connection.vendor == "sqlite":
         # Not a missing service: CI runs the whole suite once on SQLite on purpose.
         pytest.skip("engine integration tests run on PostgreSQL")
@@ -37,14 +34,33 @@ def engine_services() -> None:
     )
 
 
-@pytest.fixture
-def fleet(engine_services: None, transactional_db: None, tmp_path: Path) -> Iterator[Fleet]:
-    """Engines are other processes, so test data must commit (transactional_db); the fleet
-    is torn down before the database is flushed."""
-    broker = engine_broker_url(configured_redis_url())
+def require_redis() -> str:
+    """A reachable Redis for the engines' broker: its URL, flushed."""
+    url = configured_redis_url()
+    reachable, reason = redis_reachable(url)
+    require_service("Redis", reachable, reason)
+    broker = engine_broker_url(url)
     redis_flush(broker)
+    return broker
+
+
+@pytest.fixture
+def fleet(
+    request: pytest.FixtureRequest, engine_services: None, transactional_db: None, tmp_path: Path
+) -> Iterator[Fleet]:
+    """Engines are other processes, so test data must commit (transactional_db); the fleet
+    is torn down before the database is flushed.
+
+    The broker is Redis, or the embedded spool (in this test's own folder) for a test
+    parametrized with ``@pytest.mark.parametrize("fleet", ["spool"], indirect=True)``.
+    """
+    broker_name = getattr(request, "param", "redis")
+    broker = "spool://" if broker_name == "spool" else require_redis()
     running = Fleet(
-        tmp_path, database_url=database_url(connection.settings_dict), broker_url=broker
+        tmp_path,
+        database_url=database_url(connection.settings_dict),
+        broker_url=broker,
+        var_dir=tmp_path / "var",
     )
     try:
         yield running

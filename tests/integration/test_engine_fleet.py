@@ -1,4 +1,5 @@
-"""A fleet of real engine processes (Celery workers, beat, Redis, PostgreSQL) runs workflows.
+"""A fleet of real engine processes (Celery workers, beat, PostgreSQL, and Redis or the
+embedded spool broker) runs workflows.
 
 Engines boot in their own processes with TTL 3 s and renew interval 1 s; beat
 ticks them every interval. The "ledger" demo workflow commits a StepLedger row
@@ -200,6 +201,7 @@ def checkpoint_epochs(versions: list[tuple[str, dict[str, Any]]]) -> list[tuple[
 
 
 @pytest.mark.timeout(180)
+@pytest.mark.parametrize("fleet", ["redis", "spool"], indirect=True)
 def test_three_engines_run_200_workflows_to_completion(fleet: Fleet) -> None:
     """200 ownerless workflows, 3 engines: each completes, each step runs once, all released."""
     engines = [fleet.start_engine(f"engine{n}") for n in (1, 2, 3)]
@@ -255,6 +257,7 @@ def takeovers_of(claims: dict[str, int]) -> dict[str, ClaimEvent]:
 
 
 @pytest.mark.timeout(180)
+@pytest.mark.parametrize("fleet", ["redis", "spool"], indirect=True)
 def test_sigkill_engine_workflows_reclaimed_and_completed(fleet: Fleet) -> None:
     """A SIGKILLed engine's workflows are taken over within the bound and complete; no step
     whose checkpoint committed runs again, and only the step in flight at the kill may."""

@@ -1,9 +1,8 @@
-"""The README's main command, as a new user runs it: pages, login, metrics, and Ctrl-C.
+"""The README's main command, as a new user runs it: pages, login, metrics, a killed
+engine started again, and Ctrl-C.
 
-It runs from this repository on a throwaway SQLite file, with the embedded
-filesystem broker (its folders live under var/broker, shared with local runs).
-bootstrap_admin keeps the admin password in var/admin-password.txt; the test
-puts back whatever file was there before.
+It runs from this repository on embedded defaults of its own: WEFTBOARD_VAR_DIR points
+at a fresh folder, which holds the SQLite file, the spool broker and the admin password.
 """
 
 from __future__ import annotations
@@ -18,8 +17,7 @@ import subprocess
 import time
 import urllib.parse
 import urllib.request
-from collections.abc import Iterator
-from contextlib import closing, contextmanager, suppress
+from contextlib import closing, suppress
 from pathlib import Path
 
 import pytest
@@ -35,7 +33,7 @@ START_TIMEOUT_S = 120  # migrate a new database, seed the demo, start five proce
 # took 4-5 s after the URL line on a 2-core box; allow 25 s for a loaded one.
 ENGINES_ACTIVE_WITHIN_S = 5 + 25
 EXIT_WITHIN_S = 30
-ENGINE_COUNT = 3  # Procfile.dev
+ENGINE_COUNT = 3  # supervisord.conf
 
 
 def free_port() -> int:
@@ -77,21 +75,6 @@ def alive(pid: int) -> bool:
     return stat.rsplit(")", 1)[1].split()[0] != "Z"
 
 
-@contextmanager
-def admin_password_file_kept() -> Iterator[None]:
-    """bootstrap_admin writes var/admin-password.txt for the new database: put back the old."""
-    path = REPO / "var" / "admin-password.txt"
-    before = path.read_bytes() if path.exists() else None
-    try:
-        yield
-    finally:
-        if before is None:
-            path.unlink(missing_ok=True)
-        else:
-            path.write_bytes(before)
-            path.chmod(0o600)
-
-
 def metric_families(text: str) -> dict[str, object]:
     return {family.name: family for family in text_string_to_metric_families(text)}
 
@@ -102,15 +85,12 @@ def test_main_command_serves_pages_and_metrics(tmp_path: Path) -> None:
     """`./scripts/run` prints a URL and a login that work, /metrics shows the three engines,
     and Ctrl-C stops every process it started, each engine releasing its claims."""
     port = free_port()
-    database = tmp_path / "run.sqlite3"
-    env = {
-        key: value
-        for key, value in os.environ.items()
-        if not key.startswith(("WEFTBOARD_", "WEFT_", "CELERY_", "DJANGO_", "DATABASE_URL"))
-    }
-    env.update(WEFTBOARD_PORT=str(port), DATABASE_URL=f"sqlite:///{database}", PYTHONUNBUFFERED="1")
+    var = tmp_path / "var"
+    database = var / "weftboard.sqlite3"
+    env = run_env(port, var)
     log_path = tmp_path / "run.log"
-    with admin_password_file_kept(), log_path.open("wb") as log:
+    # Appending: supervisord and its children each open the terminal's file of their own.
+    with log_path.open("ab") as log:
         run = subprocess.Popen(
             ["./scripts/run"],
             cwd=REPO,
@@ -123,6 +103,7 @@ def test_main_command_serves_pages_and_metrics(tmp_path: Path) -> None:
         children: set[int] = set()
         try:
             children = check_running_app(run, log_path, port, database)
+            children |= check_killed_engine_is_replaced(run, database)
         except BaseException:
             print(log_path.read_text(errors="replace")[-8000:])
             raise
@@ -139,6 +120,64 @@ def test_main_command_serves_pages_and_metrics(tmp_path: Path) -> None:
         if "SIGINT received" in line or "SIGKILL" in line or "claims are released" in line
     ]
     check_engines_released(database, "\n".join(killed))
+
+
+def run_env(port: int, var: Path, **extra: str) -> dict[str, str]:
+    env = {
+        key: value
+        for key, value in os.environ.items()
+        if not key.startswith(("WEFTBOARD_", "WEFT_", "CELERY_", "DJANGO_", "DATABASE_URL"))
+    }
+    env.update(WEFTBOARD_PORT=str(port), WEFTBOARD_VAR_DIR=str(var), PYTHONUNBUFFERED="1", **extra)
+    return env
+
+
+# supervisord.conf: a process that dies within a minute of its start is retried 5 times.
+START_RETRIES = 5
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(240)
+def test_an_engine_that_keeps_dying_is_given_up_and_the_rest_stays_up(tmp_path: Path) -> None:
+    """A crash loop shows in the log and stops after a few tries with a growing pause,
+    instead of spinning; the web server and beat go on."""
+    port = free_port()
+    # Engines refuse to start on a workflow module they cannot import; nothing else reads it.
+    env = run_env(port, tmp_path / "var", WEFTBOARD_WORKFLOW_MODULES="no_such_module")
+    log_path = tmp_path / "run.log"
+    with log_path.open("ab") as log:
+        run = subprocess.Popen(
+            ["./scripts/run"],
+            cwd=REPO,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    try:
+
+        def given_up() -> bool:
+            assert run.poll() is None, f"./scripts/run exited with {run.returncode}"
+            text = log_path.read_text(errors="replace")
+            return all(f"gave up: engine{n} entered FATAL state" in text for n in (1, 2, 3))
+
+        started = time.monotonic()
+        wait_until(given_up, timeout_s=150, what="supervisord to give up on the engines")
+        print(f"engines given up {time.monotonic() - started:.0f}s after the start")
+        text = log_path.read_text(errors="replace")
+        for n in (1, 2, 3):
+            assert text.count(f"spawned: 'engine{n}'") == 1 + START_RETRIES
+        assert "cannot import a workflow module" in text
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/login/", timeout=10) as response:
+            assert response.status == 200
+        assert "exited: web" not in text
+        assert "exited: beat" not in text
+    except BaseException:
+        print(log_path.read_text(errors="replace")[-8000:])
+        raise
+    finally:
+        assert stop_app(run), "./scripts/run did not stop on Ctrl-C"
 
 
 def stop_app(run: subprocess.Popen[bytes]) -> bool:
@@ -246,20 +285,51 @@ def check_running_app(
     return descendants(run.pid)
 
 
-def check_engines_released(database: Path, shutdown_log: str) -> None:
-    """Each engine released its claims on the way out and recorded that it stopped.
+def engine_pids(database: Path) -> dict[int, str]:
+    """pid -> engine id of the engines that run (the demo seed's have pid 0)."""
+    with closing(sqlite3.connect(f"file:{database}?mode=ro", uri=True, timeout=20)) as db:
+        return {
+            int(pid): str(engine_id)
+            for pid, engine_id in db.execute(
+                "SELECT pid, engine_id FROM claims_engine WHERE pid <> 0 AND status = 'active'"
+            )
+            if alive(int(pid))
+        }
 
-    honcho SIGKILLs whatever still runs 5 s after the first process (web) exits, and an
-    engine needs 3-5 s here to stop (Celery's loop on the filesystem transport, then the
-    release), so the log lines of the shutdown come with a failure.
-    """
+
+def check_killed_engine_is_replaced(run: subprocess.Popen[bytes], database: Path) -> set[int]:
+    """SIGKILL one engine: a new engine (a fresh id) takes its place, and nothing else
+    stops. Returns the processes that run afterwards."""
+    before = descendants(run.pid)
+    victim, victim_id = sorted(engine_pids(database).items())[0]
+    os.kill(victim, signal.SIGKILL)
+
+    def replaced() -> dict[int, str] | None:
+        assert run.poll() is None, f"./scripts/run exited with {run.returncode}"
+        engines = engine_pids(database)
+        return engines if len(engines) == ENGINE_COUNT and victim not in engines else None
+
+    engines = wait_until(replaced, timeout_s=60, what="a new engine in place of the killed one")
+    assert victim_id not in engines.values()
+    stopped = {pid for pid in before - {victim} if not alive(pid)}
+    assert stopped == set(), f"processes stopped besides the killed engine: {stopped}"
+    return descendants(run.pid)
+
+
+def check_engines_released(database: Path, shutdown_log: str) -> None:
+    """Each engine released its claims on the way out and recorded that it stopped (the
+    log lines of the shutdown come with a failure)."""
     with closing(sqlite3.connect(f"file:{database}?mode=ro", uri=True)) as db:
         engines = dict(db.execute("SELECT engine_id, status FROM claims_engine WHERE pid <> 0"))
+        stopped = [engine_id for engine_id, status in engines.items() if status == "stopped"]
         held = db.execute(
             "SELECT COUNT(*) FROM claims_workflowclaim WHERE holder_engine_id IN "
-            f"({', '.join('?' * len(engines))})",
-            list(engines),
+            f"({', '.join('?' * len(stopped))})",
+            stopped,
         ).fetchone()[0]
-    assert len(engines) == ENGINE_COUNT
-    assert set(engines.values()) == {"stopped"}, f"{engines}\n{shutdown_log}"
+    # The engine the test killed stays active until beat marks it dead; the rest stopped.
+    assert len(engines) == ENGINE_COUNT + 1
+    assert sorted(engines.values()) == ["active"] + ["stopped"] * ENGINE_COUNT, (
+        f"{engines}\n{shutdown_log}"
+    )
     assert held == 0, f"an engine left with claims still held\n{shutdown_log}"

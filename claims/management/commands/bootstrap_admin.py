@@ -18,13 +18,13 @@ USERNAME = "admin"
 
 def password_file() -> Path:
     """One file per database, so running against another database never hides this one's login."""
-    default = Path(settings.BASE_DIR) / "var" / "weftboard.sqlite3"
+    var = Path(settings.VAR_DIR)
     database = settings.DATABASES["default"]
     name = f"{database.get('HOST') or ''}/{database['NAME']}"
-    if Path(str(database["NAME"])) == default:
-        return Path(settings.BASE_DIR) / "var" / "admin-password.txt"
+    if Path(str(database["NAME"])) == var / "weftboard.sqlite3":
+        return var / "admin-password.txt"
     digest = hashlib.sha256(name.encode()).hexdigest()[:12]
-    return Path(settings.BASE_DIR) / "var" / f"admin-password-{digest}.txt"
+    return var / f"admin-password-{digest}.txt"
 
 
 def write_private(path: Path, text: str) -> None:

@@ -1,0 +1,1 @@
+"""The soak test of the main command: ./scripts/run for minutes, engines killed in it."""

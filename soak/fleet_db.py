@@ -1,0 +1,113 @@
+"""Read-only looks at the embedded database of the fleet under soak.
+
+The soak stays outside the product: it opens the SQLite file read-only, as an operator's
+own script would, and never imports Django.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import time
+from contextlib import closing
+from dataclasses import dataclass
+from pathlib import Path
+
+
+@dataclass(frozen=True)
+class EngineRow:
+    engine_id: str
+    pid: int
+    status: str
+    hostname: str
+
+
+@dataclass(frozen=True)
+class WorkflowRow:
+    workflow_id: str
+    status: str
+    created_at_ms: int
+    updated_at_ms: int
+    wake_at_ms: int | None
+    holder_engine_id: str | None
+
+
+class FleetDatabase:
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def _query(self, sql: str, params: tuple[object, ...] = ()) -> list[tuple[object, ...]]:
+        # The engines write all the time: wait for a lock rather than fail the look.
+        with closing(
+            sqlite3.connect(f"file:{self.path}?mode=ro", uri=True, timeout=30)
+        ) as connection:
+            return connection.execute(sql, params).fetchall()
+
+    def engines(self) -> list[EngineRow]:
+        return [
+            EngineRow(str(e), int(p), str(s), str(h))  # type: ignore[call-overload]
+            for e, p, s, h in self._query(
+                "SELECT engine_id, pid, status, hostname FROM claims_engine WHERE pid <> 0"
+            )
+        ]
+
+    def engine_by_pid(self, pid: int) -> EngineRow | None:
+        rows = [engine for engine in self.engines() if engine.pid == pid]
+        active = [engine for engine in rows if engine.status == "active"]
+        candidates = active or rows
+        return candidates[-1] if candidates else None
+
+    def claims_held_by(self, engine_id: str) -> dict[str, int]:
+        """workflow id -> epoch of every claim this engine holds."""
+        return {
+            str(w): int(e)  # type: ignore[call-overload]
+            for w, e in self._query(
+                "SELECT workflow_id, epoch FROM claims_workflowclaim WHERE holder_engine_id = ?",
+                (engine_id,),
+            )
+        }
+
+    def epochs(self, workflow_ids: list[str]) -> dict[str, tuple[int, str | None]]:
+        """workflow id -> (epoch, holder) now."""
+        found: dict[str, tuple[int, str | None]] = {}
+        for start in range(0, len(workflow_ids), 500):
+            chunk = workflow_ids[start : start + 500]
+            marks = ", ".join("?" * len(chunk))
+            for w, e, h in self._query(
+                "SELECT workflow_id, epoch, holder_engine_id FROM claims_workflowclaim "
+                f"WHERE workflow_id IN ({marks})",
+                tuple(chunk),
+            ):
+                found[str(w)] = (int(e), None if h is None else str(h))  # type: ignore[call-overload]
+        return found
+
+    def workflows(self) -> list[WorkflowRow]:
+        rows = []
+        for w, status, created, updated, state, holder in self._query(
+            "SELECT w.workflow_id, w.status, w.created_at_ms, w.updated_at_ms, w.state, "
+            "c.holder_engine_id FROM claims_workflow w "
+            "LEFT JOIN claims_workflowclaim c ON c.workflow_id = w.workflow_id"
+        ):
+            wake = None
+            try:
+                park = json.loads(str(state or "{}")).get("park")
+                if isinstance(park, dict) and isinstance(park.get("wake_at_ms"), int):
+                    wake = park["wake_at_ms"]
+            except (ValueError, AttributeError):
+                pass
+            rows.append(
+                WorkflowRow(
+                    str(w),
+                    str(status),
+                    int(created),  # type: ignore[call-overload]
+                    int(updated),  # type: ignore[call-overload]
+                    wake,
+                    None if holder is None else str(holder),
+                )
+            )
+        return rows
+
+
+def now_ms() -> int:
+    """The fleet's time base is the database clock; for SQLite that is this machine's."""
+    return time.time_ns() // 1_000_000
