@@ -7,8 +7,7 @@ import socket
 from collections.abc import Mapping
 from typing import Any
 
-from django.db import IntegrityError, transaction
-from django.db.models import F
+from django.db import connection
 
 from claims.models import ClaimCounter, Engine, EngineStatus, FleetSnapshot
 from claims.protocol.timing import ClaimTiming
@@ -66,19 +65,32 @@ def engines_mark_silent_dead(*, now_ms: int, ttl_ms: int) -> int:
     ).update(status=EngineStatus.DEAD)
 
 
-def counters_add(*, engine_id: str, deltas: Mapping[str, int]) -> None:
-    """Add to this engine's counters atomically (F()), creating rows on first use."""
-    for name, delta in deltas.items():
-        if delta <= 0:
-            continue
-        mine = ClaimCounter.objects.filter(engine_id=engine_id, name=name)
-        if mine.update(value=F("value") + delta):
-            continue
-        try:
-            with transaction.atomic():
-                ClaimCounter.objects.create(engine_id=engine_id, name=name, value=delta)
-        except IntegrityError:
-            mine.update(value=F("value") + delta)
+def counters_record(*, engine_id: str, totals: Mapping[str, int]) -> None:
+    """Record this engine's counter totals since it started, in one statement.
+
+    Totals, not increments: a flush whose commit answer was lost and is sent again
+    writes the same numbers, so fleet sums stay exact. A value never goes down, even
+    if an older flush landed late.
+    """
+    rows = [(engine_id, name, int(value)) for name, value in totals.items() if value > 0]
+    if not rows:
+        return
+    table = connection.ops.quote_name(ClaimCounter._meta.db_table)
+    column = {
+        field.name: connection.ops.quote_name(field.column)
+        for field in ClaimCounter._meta.concrete_fields
+    }
+    # PostgreSQL's GREATEST and SQLite's two-argument MAX are the same function.
+    larger = "GREATEST" if connection.vendor == "postgresql" else "MAX"
+    values = ", ".join(["(%s, %s, %s)"] * len(rows))
+    sql = (
+        f"INSERT INTO {table} ({column['engine_id']}, {column['name']}, {column['value']}) "
+        f"VALUES {values} ON CONFLICT ({column['engine_id']}, {column['name']}) "
+        f"DO UPDATE SET {column['value']} = "
+        f"{larger}({table}.{column['value']}, excluded.{column['value']})"
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [value for row in rows for value in row])
 
 
 def fleet_snapshot_take(*, now_ms: int, timing: ClaimTiming) -> None:

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from .fleet import Timing
 from .history import History, LedgerRow
 from .nemesis import FaultRecord
+from .watch import Stretch
 
 GRANT_BY_OPERATOR = {"forced_release", "forced_takeover", "rotated"}
 SHOWN_VIOLATIONS = 12
@@ -208,37 +209,63 @@ def api_check(operations: dict[str, int], start_failures: dict[str, int]) -> Che
 
 
 def stranded_check(
-    stretches: dict[str, list[tuple[int, int]]],
+    stretches: dict[str, list[Stretch]],
     last_fault_ms: int,
     timing: Timing,
     final_unowned: list[str],
 ) -> Check:
+    """A workflow is stranded while it runs, is not parked until a time still ahead, and
+    has made no progress for longer than the bound, held or not. A stretch is one past the
+    bound already (the watch starts it there), so any of it after the last fault counts."""
     bound = timing.stranded_bound_ms
     check = Check(
         "stranded",
-        f"after the last fault, no running workflow went without a live owner for longer than"
-        f" TTL + 3 x renew interval ({bound} ms), and at the end every running workflow is held"
-        " by a live engine",
+        f"after the last fault, no running workflow went without progress (held or not) for"
+        f" longer than TTL + 3 x renew interval ({bound} ms), and at the end every running"
+        " workflow is held by a live engine",
     )
-    during: list[int] = []
-    after: list[int] = []
+    lengths: list[int] = []
     for workflow_id, spans in stretches.items():
-        for first, last in spans:
-            during.append(last - first)
-            counted = last - max(first, last_fault_ms)
-            if counted > 0:
-                after.append(counted)
-            if counted > bound:
+        for stretch in spans:
+            lengths.append(stretch.last_ms - stretch.first_ms + bound)
+            after = stretch.last_ms - max(stretch.first_ms, last_fault_ms)
+            if after > 0:
+                held = "held, " if stretch.held else ""
                 check.violations.append(
-                    f"{workflow_id}: unowned for {counted} ms after the last fault"
+                    f"{workflow_id}: no progress ({held}{after} ms past the bound) after the"
+                    " last fault"
                 )
     for workflow_id in final_unowned:
         check.violations.append(f"{workflow_id}: running at the end without a live owner")
     check.facts.append(
-        f"{len(during)} stretches without an owner; longest {max(during, default=0)} ms overall,"
-        f" {max(after, default=0)} ms after the last fault"
+        f"{len(lengths)} stretches without progress past the bound; longest"
+        f" {max(lengths, default=0)} ms without progress"
     )
     return check
+
+
+def ghosts_seen(stretches: dict[str, list[Stretch]], records: list[FaultRecord]) -> list[str]:
+    """Held but not driven: per fault kind (the one in force, or last begun, when the
+    stretch started), the workflows whose live holder made no progress past the bound, and
+    how long each lasted. After the last fault one is a ``stranded`` violation; during the
+    faults the report lists them."""
+    by_kind: dict[str, list[int]] = {}
+    for spans in stretches.values():
+        for stretch in spans:
+            if stretch.held:
+                length = stretch.last_ms - stretch.first_ms
+                by_kind.setdefault(_fault_before(records, stretch.first_ms), []).append(length)
+    lines = []
+    for kind in sorted({r.kind for r in records} | set(by_kind)):
+        seen = sorted(by_kind.get(kind, []))
+        detail = f": {', '.join(f'{ms} ms' for ms in seen[:8])} past the bound" if seen else ""
+        lines.append(f"{kind}: {len(seen)} ghost holders{detail}")
+    return lines
+
+
+def _fault_before(records: list[FaultRecord], at_ms: int) -> str:
+    begun = [r for r in records if r.started_ms <= at_ms]
+    return begun[-1].kind if begun else "before any fault"
 
 
 def metrics_check(

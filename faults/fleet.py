@@ -13,8 +13,10 @@ import signal
 import socket
 from dataclasses import dataclass, field
 from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
 
 from .processes import VENV_BIN, Process, beat_argv, engine_argv, wait_until
+from .proxy import CuttingProxy
 
 
 def free_port() -> int:
@@ -59,6 +61,9 @@ class Fleet:
     beat: Process | None = None
     slots: list[EngineSlot] = field(default_factory=list)
     hostname: str = field(default_factory=socket.gethostname)
+    # One engine reaches PostgreSQL through a proxy the nemesis can cut.
+    proxied_slot: str = "engine1"
+    proxy: CuttingProxy | None = None
 
     def __post_init__(self) -> None:
         self.slots = [EngineSlot(f"engine{n}") for n in range(1, self.engine_count + 1)]
@@ -71,10 +76,23 @@ class Fleet:
     def base_url(self) -> str:
         return f"http://127.0.0.1:{self.web_port}"
 
+    def proxy_start(self) -> None:
+        parts = urlsplit(self.database_url)
+        self.proxy = CuttingProxy(parts.hostname or "127.0.0.1", parts.port or 5432)
+        self.proxy.start()
+
+    def _database_url_for(self, name: str) -> str:
+        if self.proxy is None or name != self.proxied_slot:
+            return self.database_url
+        parts = urlsplit(self.database_url)
+        credentials = parts.netloc.rpartition("@")[0]
+        netloc = f"{credentials}@" if credentials else ""
+        return urlunsplit(parts._replace(netloc=f"{netloc}127.0.0.1:{self.proxy.port}"))
+
     def env(self, name: str, *, skew_ms: int = 0) -> dict[str, str]:
         env = dict(os.environ)
         env.update(
-            DATABASE_URL=self.database_url,
+            DATABASE_URL=self._database_url_for(name),
             CELERY_BROKER_URL=self.broker_url,
             WEFT_CLAIM_TTL=f"{self.timing.ttl_ms}ms",
             WEFT_CLAIM_RENEW_INTERVAL=f"{self.timing.renew_interval_ms}ms",
@@ -201,3 +219,5 @@ class Fleet:
             process.terminate()
         for process in self.processes():
             process.close()
+        if self.proxy is not None:
+            self.proxy.stop()

@@ -10,7 +10,11 @@ Every round shuffles the six kinds, so a run long enough for one round sees each
 - ``skew-beyond``: restart an engine with its clock off by 2-3 x TTL, beyond what any
   grace absorbs (a live holder's expiry is at least TTL - renew interval ahead, plus the
   grace): expiry judgements by or about it are wrong, and only fencing keeps the history
-  safe.
+  safe;
+- ``cut``: cut every connection between the proxied engine and PostgreSQL, at random
+  instants for a few seconds, under load: some statements commit and their answer is lost;
+- ``stall``: SIGSTOP an engine for a third to four fifths of the TTL (it keeps its claims),
+  as a starved process or a paused VM would, then SIGCONT.
 """
 
 from __future__ import annotations
@@ -28,7 +32,16 @@ from claims.models import Engine, EngineStatus, Workflow, WorkflowClaim, Workflo
 from .fleet import EngineSlot, Fleet
 from .history import database_now_ms
 
-KINDS = ("kill", "pause", "db-drop", "redis-restart", "skew-within", "skew-beyond")
+KINDS = (
+    "kill",
+    "pause",
+    "db-drop",
+    "redis-restart",
+    "skew-within",
+    "skew-beyond",
+    "cut",
+    "stall",
+)
 
 
 @dataclass
@@ -95,6 +108,8 @@ class Nemesis:
         if kind in ("kill", "pause"):
             # A death matters by what it strands: prefer an engine that holds running work.
             live = [s for s in live if self._held_running(s)] or live
+        if kind == "cut":
+            live = [s for s in live if s.name == self.fleet.proxied_slot] or live
         slot = rng.choice(live)
         record = FaultRecord(kind=kind, target=slot.name, started_ms=database_now_ms())
         self.records.append(record)
@@ -118,6 +133,27 @@ class Nemesis:
             self._stop.wait(stopped_s)
             slot.process.send(signal.SIGCONT)
             slot.stopped = False
+        elif kind == "stall":
+            assert slot.process is not None
+            slot.process.send(signal.SIGSTOP)
+            slot.stopped = True
+            stalled_s = rng.uniform(0.33, 0.8) * ttl_s
+            record.detail = f"stopped {stalled_s:.1f} s"
+            self._stop.wait(stalled_s)
+            slot.process.send(signal.SIGCONT)
+            slot.stopped = False
+        elif kind == "cut":
+            proxy = self.fleet.proxy
+            if proxy is None or slot.name != self.fleet.proxied_slot:
+                record.detail = "no proxied engine live"
+            else:
+                until = time.monotonic() + rng.uniform(2.0, 4.0)
+                cuts = links = 0
+                while time.monotonic() < until and not self._stop.is_set():
+                    links += proxy.cut()
+                    cuts += 1
+                    self._stop.wait(rng.uniform(0.05, 0.4))
+                record.detail = f"{cuts} cuts, {links} connections"
         elif kind == "db-drop":
             everyone = rng.random() < 0.3
             pattern = "weftboard-engine%" if everyone else f"weftboard-{slot.name}"

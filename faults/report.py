@@ -48,6 +48,8 @@ def report_lines(outcome: Outcome) -> list[str]:
         result = "pass" if check.passed else f"**{len(check.violations)} violation(s)**"
         lines.append(f"| {check.name} | {result} | {seen} |")
     lines += ["", f"Failover: {outcome.failover.summary()}", ""]
+    lines += ["Ghost holders (held by a live holder, no progress past the bound), by fault:"]
+    lines += [f"- {line}" for line in outcome.ghosts] + [""]
     for check in outcome.checks:
         lines.append(f"- **{check.name}**: {check.invariant}.")
         lines += [f"    - {fact.rstrip()}" for fact in check.facts[1:]]

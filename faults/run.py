@@ -14,6 +14,7 @@ from .checks import (
     checkpoints_check,
     epochs_check,
     failover_measure,
+    ghosts_seen,
     ledger_check,
     metrics_check,
     stranded_check,
@@ -38,6 +39,7 @@ class Outcome:
     workload: dict[str, object]
     harness_errors: list[str]
     elapsed_s: float
+    ghosts: list[str]
 
     @property
     def passed(self) -> bool:
@@ -73,14 +75,19 @@ def unowned_at_end(fleet: Fleet, watch: StrandedWatch) -> list[str]:
     """Running workflows not held, unexpired, by an engine that is alive right now."""
     from claims.models import Workflow, WorkflowClaim, WorkflowStatus
 
-    _, unowned = watch.unowned_now()
-    running = Workflow.objects.filter(status=WorkflowStatus.RUNNING).values("workflow_id")
-    holders = WorkflowClaim.objects.filter(workflow_id__in=running).values_list(
-        "workflow_id", "holder_engine_id"
+    now = database_now_ms()
+    running = set(
+        Workflow.objects.filter(status=WorkflowStatus.RUNNING).values_list("workflow_id", flat=True)
     )
     live = live_engine_ids(fleet)
-    held_by_dead = {workflow_id for workflow_id, engine in holders if engine not in live}
-    return sorted(unowned | held_by_dead)
+    owned = {
+        workflow_id
+        for workflow_id, engine, expires in WorkflowClaim.objects.filter(
+            workflow_id__in=running
+        ).values_list("workflow_id", "holder_engine_id", "holder_expires_at_ms")
+        if engine in live and expires is not None and expires + watch.grace_ms >= now
+    }
+    return sorted(running - owned)
 
 
 def per_engine_counters() -> dict[str, float]:
@@ -107,7 +114,7 @@ def run(options: Options, token: str, log: Callable[[str], None]) -> Outcome:
         options.workdir, options.database_url(), timing=timing, engine_count=options.engines
     )
     errors: list[str] = []
-    watch = StrandedWatch(grace_ms=timing.grace_ms)
+    watch = StrandedWatch(grace_ms=timing.grace_ms, bound_ms=timing.stranded_bound_ms)
     metrics = MetricsWatch(f"{fleet.base_url}/metrics")
     workload = Workload(
         Api(fleet.base_url, token),
@@ -118,6 +125,7 @@ def run(options: Options, token: str, log: Callable[[str], None]) -> Outcome:
     nemesis: Nemesis | None = None
     try:
         fleet.redis_start()
+        fleet.proxy_start()
         fleet.web_start()
         fleet.beat_start()
         for slot in fleet.slots:
@@ -184,4 +192,5 @@ def run(options: Options, token: str, log: Callable[[str], None]) -> Outcome:
         },
         harness_errors=errors,
         elapsed_s=time.monotonic() - started,
+        ghosts=ghosts_seen(watch.stretches, records),
     )

@@ -1,8 +1,10 @@
 """Watchers that sample the fleet while the run goes on.
 
-``StrandedWatch`` asks the database twice a second which running workflows nobody owns
-(no claim, no holder, or a holder expired past the grace) and keeps, per workflow, each
-stretch of time it stayed that way. ``MetricsWatch`` scrapes /metrics every two seconds
+``StrandedWatch`` asks the database twice a second which running workflows are not moving:
+not parked until a time still ahead, and with no progress (no checkpoint, no terminal
+write) for longer than TTL + 3 x renew interval, whether anyone holds them or not. It keeps,
+per workflow, each stretch of time it stayed that way, and whether a live holder had it
+then (a ghost: held but not driven). ``MetricsWatch`` scrapes /metrics every two seconds
 and keeps the fleet counters of every scrape.
 """
 
@@ -22,17 +24,26 @@ from .history import database_now_ms
 FLEET_COUNTERS = ("weft_workflow_claim_attempts", "weft_workflow_claim_renewal_failures")
 
 
+@dataclass(frozen=True)
+class Stretch:
+    """A time a running workflow made no progress past the bound."""
+
+    first_ms: int  # when it had gone the bound without progress
+    last_ms: int
+    held: bool  # a live (unexpired) holder named it all along: a ghost
+
+
 @dataclass
 class StrandedWatch:
     grace_ms: int
+    bound_ms: int
     interval_s: float = 0.5
-    # Per workflow: [(first seen, last seen)] of each stretch without an owner.
-    stretches: dict[str, list[tuple[int, int]]] = field(default_factory=dict)
+    stretches: dict[str, list[Stretch]] = field(default_factory=dict)
     samples: int = 0
     # The most database sessions each process (by PGAPPNAME) held at once.
     sessions_max: dict[str, int] = field(default_factory=dict)
     errors: list[str] = field(default_factory=list)
-    _open: dict[str, int] = field(default_factory=dict)
+    _open: dict[str, tuple[int, bool]] = field(default_factory=dict)
     _stop: threading.Event = field(default_factory=threading.Event)
     _thread: threading.Thread | None = None
 
@@ -45,24 +56,29 @@ class StrandedWatch:
         if self._thread is not None:
             self._thread.join()
         now = database_now_ms()
-        for workflow_id, first in self._open.items():
-            self.stretches.setdefault(workflow_id, []).append((first, now))
+        for workflow_id, (first, held) in self._open.items():
+            self.stretches.setdefault(workflow_id, []).append(Stretch(first, now, held))
         self._open.clear()
 
-    def unowned_now(self) -> tuple[int, set[str]]:
+    def stalled_now(self) -> tuple[int, dict[str, tuple[int, bool]]]:
+        """Workflow id -> (when it went the bound without progress, held by a live holder)."""
         workflows = connection.ops.quote_name(Workflow._meta.db_table)
         claims = connection.ops.quote_name(WorkflowClaim._meta.db_table)
         with connection.cursor() as cursor:
             cursor.execute("SELECT (extract(epoch FROM clock_timestamp()) * 1000)::bigint")
             now = int(cursor.fetchone()[0])
+            # Progress is the last version written; a sleep that ended counts from its wake.
             cursor.execute(
-                f"SELECT w.workflow_id FROM {workflows} w"
-                f" LEFT JOIN {claims} c ON c.workflow_id = w.workflow_id"
-                " WHERE w.status = 'running' AND (c.workflow_id IS NULL"
-                " OR c.holder_engine_id IS NULL OR c.holder_expires_at_ms + %s < %s)",
-                [self.grace_ms, now],
+                "SELECT w.workflow_id,"
+                " GREATEST(w.updated_at_ms, COALESCE((w.state->'park'->>'wake_at_ms')::bigint, 0)),"
+                " c.holder_engine_id IS NOT NULL AND c.holder_expires_at_ms + %s >= %s"
+                f" FROM {workflows} w LEFT JOIN {claims} c ON c.workflow_id = w.workflow_id"
+                " WHERE w.status = 'running'"
+                " AND GREATEST(w.updated_at_ms,"
+                " COALESCE((w.state->'park'->>'wake_at_ms')::bigint, 0)) < %s",
+                [self.grace_ms, now, now - self.bound_ms],
             )
-            unowned = {row[0] for row in cursor.fetchall()}
+            stalled = {row[0]: (int(row[1]) + self.bound_ms, bool(row[2])) for row in cursor}
             cursor.execute(
                 "SELECT application_name, count(*) FROM pg_stat_activity"
                 " WHERE datname = current_database() AND application_name LIKE 'weftboard-%%'"
@@ -70,24 +86,25 @@ class StrandedWatch:
             )
             for name, count in cursor.fetchall():
                 self.sessions_max[name] = max(self.sessions_max.get(name, 0), int(count))
-            return now, unowned
+            return now, stalled
 
     def _run(self) -> None:
         try:
             while not self._stop.wait(self.interval_s):
                 try:
-                    now, unowned = self.unowned_now()
+                    now, stalled = self.stalled_now()
                 except Exception as error:  # the nemesis may have just dropped this session
                     self.errors.append(repr(error))
                     close_old_connections()
                     connection.close()
                     continue
                 self.samples += 1
-                for workflow_id in unowned:
-                    self._open.setdefault(workflow_id, now)
-                for workflow_id in [w for w in self._open if w not in unowned]:
-                    first = self._open.pop(workflow_id)
-                    self.stretches.setdefault(workflow_id, []).append((first, now))
+                for workflow_id, (since, held) in stalled.items():
+                    first, was_held = self._open.get(workflow_id, (since, True))
+                    self._open[workflow_id] = (first, was_held and held)
+                for workflow_id in [w for w in self._open if w not in stalled]:
+                    first, held = self._open.pop(workflow_id)
+                    self.stretches.setdefault(workflow_id, []).append(Stretch(first, now, held))
         finally:
             close_old_connections()
 

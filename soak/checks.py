@@ -33,6 +33,7 @@ class Kill:
     pid: int
     engine_id: str | None
     held: dict[str, int]  # workflow id -> epoch the dead engine held it at
+    at_ms: int = 0  # the moment of the kill on the fleet's clock (SQLite: this machine's)
     takeovers_before: float = 0.0
     replaced_after_s: float | None = None
     new_engine_id: str | None = None

@@ -81,6 +81,22 @@ class FleetDatabase:
                 found[str(w)] = (int(e), None if h is None else str(h))  # type: ignore[call-overload]
         return found
 
+    def takeover_times(self, held: dict[str, int]) -> dict[str, int]:
+        """workflow id -> when (fleet ms) the claim held at that epoch was taken over."""
+        found: dict[str, int] = {}
+        ids = list(held)
+        for start in range(0, len(ids), 500):
+            chunk = ids[start : start + 500]
+            marks = ", ".join("?" * len(chunk))
+            for w, before, at in self._query(
+                "SELECT workflow_id, epoch_before, at_ms FROM claims_claimevent "
+                f"WHERE kind = 'takeover' AND workflow_id IN ({marks})",
+                tuple(chunk),
+            ):
+                if before == held[str(w)]:
+                    found[str(w)] = int(at)  # type: ignore[call-overload]
+        return found
+
     def workflows(self) -> list[WorkflowRow]:
         rows = []
         for w, status, created, updated, state, holder in self._query(

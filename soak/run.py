@@ -200,6 +200,7 @@ class Soak:
             held=held,
             takeovers_before=self._takeovers(),
         )
+        kill.at_ms = now_ms()
         os.kill(victim.pid, signal.SIGKILL)
         self.record.kills.append(kill)
         self.log(

@@ -29,7 +29,6 @@ from claims.protocol import (
     run_reclaim_pass,
     run_renew_pass,
 )
-from claims.protocol.constants import OUTCOMES
 from claims.runtime.driver import WorkflowDriver
 from claims.runtime.types import is_type_registered
 from claims.store import OrmClaimStore
@@ -82,6 +81,7 @@ class LocalEngine:
             clock=clock,
             timing=timing,
             metrics=self.metrics,
+            monotonic=clock.monotonic_ms,
         )
         self.driver = WorkflowDriver(self.registry, clock=clock, disposing=self.is_disposing)
         self.target = ReclaimTarget(
@@ -101,7 +101,6 @@ class LocalEngine:
         self._summary: dict[str, Any] = {}
         self._flush_lock = threading.Lock()
         self._histograms = {name: PassHistogram() for name in PASS_NAMES}
-        self._flushed = {name: 0 for name in (*OUTCOMES, "renewal_failures", "broker_rejected")}
 
     # -- lifecycle ---------------------------------------------------------------
 
@@ -184,6 +183,11 @@ class LocalEngine:
         while not self._stopped.is_set():
             wakeup.wait()
             wakeup.clear()
+            if name == "reclaim":
+                # Every engine renews on the same ticks, so a dead engine's claims lapse
+                # just after a tick; reclaiming half an interval later takes them over
+                # then, instead of up to a whole interval after they lapsed.
+                self._stopped.wait(self.timing.renew_interval_ms / 2000)
             if self._stopped.is_set():
                 break
             if name != "renew" and self.is_disposing():
@@ -249,14 +253,15 @@ class LocalEngine:
         self._flush_counters()
 
     def _flush_counters(self) -> None:
-        """Persist what the counters gained since the last flush (one flush at a time)."""
+        """Persist the counters' totals (one flush at a time; a failed one is simply
+        repeated by the next, since it writes totals, not increments)."""
         with self._flush_lock:
             snapshot = self.metrics.snapshot()
-            totals = {
-                **snapshot["attempts"],
-                "renewal_failures": snapshot["renewal_failures"],
-                "broker_rejected": broker_rejected_total(),
-            }
-            deltas = {name: totals[name] - self._flushed[name] for name in totals}
-            fleet.counters_add(engine_id=self.engine_id, deltas=deltas)
-            self._flushed = totals
+            fleet.counters_record(
+                engine_id=self.engine_id,
+                totals={
+                    **snapshot["attempts"],
+                    "renewal_failures": snapshot["renewal_failures"],
+                    "broker_rejected": broker_rejected_total(),
+                },
+            )

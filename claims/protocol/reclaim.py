@@ -35,6 +35,7 @@ class Discovery:
     unheld_indexed: int = 0
     authoritative_scan: int = 0
     pending_redrives: int = 0
+    mine_unheld: int = 0  # rows naming this engine that it did not hold, or grants in doubt
     scanned: int = 0
     wrapped: bool = False
     candidates: list[str] = field(default_factory=list)
@@ -50,6 +51,7 @@ class ReclaimTarget:
         on_reclaimed: Callable[[str], object] | None = None,
         is_type_registered: Callable[[str], bool] | None = None,
         scan_limit: int = AUTHORITATIVE_SCAN_LIMIT,
+        audit_interval_ms: int | None = None,
     ) -> None:
         self.registry = registry
         self.store = store
@@ -61,6 +63,12 @@ class ReclaimTarget:
         self._pending: dict[str, int] = {}
         self._disposing = False
         self.last_discovery = Discovery()
+        # How often discovery also asks which rows name this engine: one it does not hold
+        # (an adopt order that never arrived) is adopted long before it would expire.
+        self._audit_interval_ms = (
+            registry.timing.ttl_ms // 3 if audit_interval_ms is None else audit_interval_ms
+        )
+        self._next_audit_ms: int | None = None
 
     # -- state -------------------------------------------------------------------
 
@@ -94,8 +102,12 @@ class ReclaimTarget:
             scanned_by=registry.engine_id,
             now_ms=now,
         )
+        # Grants whose answer was lost, and rows naming me that I do not hold: each is
+        # settled by an attempt (a read), and driven if it is mine.
+        unknown = [wf for wf in registry.doubted_workflow_ids() if wf not in held]
+        unknown += [wf for wf in self._audit(now) if wf not in held]
         candidates: dict[str, None] = {}
-        for workflow_id in [*stale, *unheld, *page.candidates]:
+        for workflow_id in [*stale, *unheld, *page.candidates, *unknown]:
             if workflow_id not in held:
                 candidates.setdefault(workflow_id)
         pending = self.pending_redrives
@@ -106,11 +118,19 @@ class ReclaimTarget:
             unheld_indexed=len(unheld),
             authoritative_scan=len(page.candidates),
             pending_redrives=len(pending),
+            mine_unheld=len(unknown),
             scanned=page.scanned,
             wrapped=page.wrapped,
             candidates=list(candidates),
         )
         return list(candidates)
+
+    def _audit(self, now_ms: int) -> list[str]:
+        """Every audit interval: the ids whose row names this engine."""
+        if self._next_audit_ms is not None and now_ms < self._next_audit_ms:
+            return []
+        self._next_audit_ms = now_ms + self._audit_interval_ms
+        return self.store.list_held_by(engine_id=self.registry.engine_id)
 
     # -- many attempts at once ------------------------------------------------------
 
@@ -173,17 +193,24 @@ class ReclaimTarget:
         if not granted:
             return settled
         # Confirm, with one fresh read, that each is still running before driving it.
-        confirmed = {} if self._disposing else self.store.read_workflows(list(granted))
+        try:
+            confirmed = {} if self._disposing else self.store.read_workflows(list(granted))
+        except Exception as exc:
+            for wf, epoch in granted.items():
+                self._keep_for_redrive(wf, epoch, exc)
+                settled[wf] = exc
+            return settled
         for wf, epoch in granted.items():
             info = confirmed.get(wf)
-            if self._disposing or info is None or info.status != "running":
-                if self.registry.current_epoch(wf) == epoch:
-                    self.registry.release(wf, expected_epoch=epoch)
-                settled[wf] = "not-eligible"
-                continue
             try:
+                if self._disposing or info is None or info.status != "running":
+                    if self.registry.current_epoch(wf) == epoch:
+                        self.registry.release(wf, expected_epoch=epoch)
+                    settled[wf] = "not-eligible"
+                    continue
                 settled[wf] = self._drive(wf, epoch)
             except Exception as exc:
+                self._keep_for_redrive(wf, epoch, exc)
                 settled[wf] = exc
         return settled
 
@@ -228,6 +255,8 @@ class ReclaimTarget:
                 self._record("backoff_skipped")
                 return "backoff-skipped"
             if result.status == "not-expired":
+                if self._is_ghost(workflow_id, result.held_by) and result.epoch is not None:
+                    return self._adopt_own(workflow_id, result.epoch)
                 return "not-eligible"
             if result.status == "lost-race":
                 self._record("lost_race")
@@ -238,6 +267,8 @@ class ReclaimTarget:
             if self._disposing:
                 return "not-eligible"
             acquired = self.registry.acquire(workflow_id)
+            if self._is_ghost(workflow_id, acquired.held_by):
+                return self._adopt_own(workflow_id, None)
             if acquired.status != "acquired":
                 self._record("lost_race")
                 continue
@@ -246,7 +277,41 @@ class ReclaimTarget:
             return self._after_grant(workflow_id, acquired.epoch)
         return "lost-race"
 
+    def _is_ghost(self, workflow_id: str, held_by: str | None) -> bool:
+        """The row names this engine, but the engine does not hold the claim."""
+        return (
+            held_by == self.registry.engine_id and self.registry.current_epoch(workflow_id) is None
+        )
+
+    def _adopt_own(self, workflow_id: str, epoch: int | None) -> AttemptStatus:
+        """A row names this engine but it does not hold it (a grant whose answer was lost
+        and not settled yet, or a forced takeover whose adopt order never came): take it
+        back at its epoch and drive it, instead of waiting for it to expire."""
+        if epoch is None:
+            row = self.store.read_claim(workflow_id)
+            if row is None or row.valid_holder_engine() != self.registry.engine_id:
+                return "lost-race"
+            epoch = row.epoch
+        if self.registry.adopt(workflow_id, epoch).status != "adopted":
+            return "lost-race"
+        logger.warning(
+            "engine %s took back its own claim on workflow %s at epoch %s",
+            self.registry.engine_id,
+            workflow_id,
+            epoch,
+        )
+        return self._after_grant(workflow_id, epoch)
+
     def _after_grant(self, workflow_id: str, epoch: int) -> AttemptStatus:
+        """Confirm and drive a claim just granted; any failure on the way leaves a re-drive
+        recorded, never a claim held and idle."""
+        try:
+            return self._confirm_and_drive(workflow_id, epoch)
+        except Exception as error:
+            self._keep_for_redrive(workflow_id, epoch, error)
+            raise
+
+    def _confirm_and_drive(self, workflow_id: str, epoch: int) -> AttemptStatus:
         if self._disposing:
             self.registry.release(workflow_id, expected_epoch=epoch)
             return "not-eligible"
@@ -267,9 +332,7 @@ class ReclaimTarget:
             except Exception as exc:
                 # User code may already have started: keep the claim and its fence,
                 # and drive again next pass rather than let another engine in.
-                with self._lock:
-                    self._pending[workflow_id] = epoch
-                self._persist_redrive(workflow_id, epoch, exc)
+                self._keep_for_redrive(workflow_id, epoch, exc, drive_failed=True)
                 raise
         self._forget_redrive(workflow_id)
         return "reclaimed"
@@ -294,6 +357,17 @@ class ReclaimTarget:
                 )
             except Exception:
                 logger.exception("could not drop the re-drive record of %s", workflow_id)
+
+    def _keep_for_redrive(
+        self, workflow_id: str, epoch: int, error: BaseException, *, drive_failed: bool = False
+    ) -> None:
+        """The next pass drives it again (the in-memory record is what counts; the row is
+        the dashboard's copy, written if the store answers)."""
+        with self._lock:
+            if not drive_failed and self._pending.get(workflow_id) == epoch:
+                return  # the drive recorded it already
+            self._pending[workflow_id] = epoch
+        self._persist_redrive(workflow_id, epoch, error)
 
     def _persist_redrive(self, workflow_id: str, epoch: int, error: BaseException) -> None:
         try:

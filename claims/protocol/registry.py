@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import replace
 from typing import TypeVar
 
 from .clock import Clock
+from .doubts import Doubt, Doubts, Verdict
 from .errors import EngineDeposedError
 from .metrics import ClaimMetrics
 from .records import (
@@ -66,12 +68,15 @@ class ClaimRegistry:
         timing: ClaimTiming,
         metrics: ClaimMetrics | None = None,
         on_claim_lost: Callable[[str], object] | None = None,
+        monotonic: Clock | None = None,
     ) -> None:
         if not engine_id:
             raise ValueError("engine_id must be a non-empty string")
         self.store = store
         self.engine_id = engine_id
         self.clock = clock
+        # Deadlines are this process's own: measured on a clock no calibration moves.
+        self._monotonic = monotonic if monotonic is not None else clock
         self.timing = timing
         self.metrics = metrics
         self._on_claim_lost = on_claim_lost
@@ -80,9 +85,10 @@ class ClaimRegistry:
         self._cooldown_from_ms: dict[str, int] = {}
         self._renewals: dict[str, _Flight] = {}
         self._releasing: set[str] = set()
-        # Per held claim: the clock reading before the statement that last granted
+        # Per held claim: the monotonic reading before the statement that last granted
         # or renewed it, plus the TTL. Past it the claim may have lapsed unseen.
         self._deadline_ms: dict[str, int] = {}
+        self._doubts = Doubts()
 
     # -- local reads ---------------------------------------------------------
 
@@ -99,6 +105,11 @@ class ClaimRegistry:
         with self._lock:
             return self._held.get(workflow_id)
 
+    def doubted_workflow_ids(self) -> list[str]:
+        """Ids with a claim statement whose outcome is not known yet (it raised). A doubt
+        older than a few TTLs is dropped: whatever it wrote has lapsed by then."""
+        return self._doubts.ids(sent_after_ms=self._monotonic() - 3 * self.timing.ttl_ms)
+
     def within_deadline(self, workflow_id: str) -> bool:
         """True while my last successful grant or renewal cannot yet have lapsed.
 
@@ -107,7 +118,7 @@ class ClaimRegistry:
         """
         with self._lock:
             deadline = self._deadline_ms.get(workflow_id)
-        return deadline is not None and self.clock() < deadline
+        return deadline is not None and self._monotonic() < deadline
 
     def in_cooldown(self, workflow_id: str, now_ms: int) -> bool:
         with self._lock:
@@ -118,31 +129,42 @@ class ClaimRegistry:
 
     def acquire(self, workflow_id: str) -> ClaimResult:
         """Claim a workflow nobody holds. Never judges expiry: any holder present wins."""
-        now = self.clock()
+        now, sent = self.clock(), self._monotonic()
         row = self.store.read_claim(workflow_id)
+        if self._settle(workflow_id, row) == "written":
+            return self._granted_earlier(workflow_id)
         if row is None:
             holder = self._new_holder(1, now)
             event = self._event(workflow_id, "acquired", None, 1, now)
-            if self.store.cas_insert(workflow_id, holder=holder, event=event):
-                return self._granted(workflow_id, holder, sent_at_ms=now)
+            with self._in_doubt_on_error(workflow_id, 1, holder, sent):
+                inserted = self.store.cas_insert(workflow_id, holder=holder, event=event)
+            if inserted:
+                return self._granted(workflow_id, holder, sent_monotonic_ms=sent)
             return self._lost_race(workflow_id)
         if row.holder is not None:
             return ClaimResult("lost-race", workflow_id, held_by=row.valid_holder_engine())
         holder = self._new_holder(row.epoch + 1, now)
         event = self._event(workflow_id, "acquired", row.epoch, row.epoch + 1, now)
-        granted = self.store.cas_grant(
-            workflow_id, expected_epoch=row.epoch, expected_holder=None, holder=holder, event=event
-        )
+        with self._in_doubt_on_error(workflow_id, row.epoch + 1, holder, sent):
+            granted = self.store.cas_grant(
+                workflow_id,
+                expected_epoch=row.epoch,
+                expected_holder=None,
+                holder=holder,
+                event=event,
+            )
         if not granted:
             return self._lost_race(workflow_id)
-        return self._granted(workflow_id, holder, sent_at_ms=now)
+        return self._granted(workflow_id, holder, sent_monotonic_ms=sent)
 
     def takeover(self, workflow_id: str) -> ClaimResult:
         """Steal an expired or invalid claim, minting the next epoch from the epoch column."""
-        now = self.clock()
+        now, sent = self.clock(), self._monotonic()
         if self.in_cooldown(workflow_id, now):
             return ClaimResult("backoff-skipped", workflow_id)
         row = self.store.read_claim(workflow_id)
+        if self._settle(workflow_id, row) == "written":
+            return self._granted_earlier(workflow_id)
         if row is None or row.holder is None:
             return ClaimResult("no-claim", workflow_id, epoch=None if row is None else row.epoch)
         observed = row.holder
@@ -158,16 +180,17 @@ class ClaimRegistry:
                 )
         holder = self._new_holder(row.epoch + 1, now)
         event = self._event(workflow_id, "takeover", row.epoch, row.epoch + 1, now)
-        granted = self.store.cas_grant(
-            workflow_id,
-            expected_epoch=row.epoch,
-            expected_holder=observed,
-            holder=holder,
-            event=event,
-        )
+        with self._in_doubt_on_error(workflow_id, row.epoch + 1, holder, sent):
+            granted = self.store.cas_grant(
+                workflow_id,
+                expected_epoch=row.epoch,
+                expected_holder=observed,
+                holder=holder,
+                event=event,
+            )
         if not granted:
             return self._lost_race(workflow_id)
-        return self._granted(workflow_id, holder, sent_at_ms=now)
+        return self._granted(workflow_id, holder, sent_monotonic_ms=sent)
 
     def takeover_many(self, workflow_ids: list[str]) -> dict[str, ClaimResult]:
         """``takeover`` for many ids: one read and one set-based grant for them all.
@@ -175,7 +198,7 @@ class ClaimRegistry:
         Same judgement, per id, as ``takeover``; a ``lost-race`` here carries no
         ``held_by`` (no re-read), and a caller wanting one retries with ``takeover``.
         """
-        now = self.clock()
+        now, sent = self.clock(), self._monotonic()
         results: dict[str, ClaimResult] = {}
         waiting = [wf for wf in workflow_ids if not self.in_cooldown(wf, now)]
         for workflow_id in set(workflow_ids) - set(waiting):
@@ -184,6 +207,9 @@ class ClaimRegistry:
         plans: list[GrantPlan] = []
         for workflow_id in waiting:
             row = rows.get(workflow_id)
+            if self._settle(workflow_id, row) == "written":
+                results[workflow_id] = self._granted_earlier(workflow_id)
+                continue
             if row is None or row.holder is None:
                 epoch = None if row is None else row.epoch
                 results[workflow_id] = ClaimResult("no-claim", workflow_id, epoch=epoch)
@@ -210,11 +236,11 @@ class ClaimRegistry:
                     self._event(workflow_id, "takeover", row.epoch, epoch, now),
                 )
             )
-        granted = self.store.grant_many(plans) if plans else set()
+        granted = self._grant_planned(self.store.grant_many, plans, sent)
         for plan in plans:
             if plan.workflow_id in granted:
                 results[plan.workflow_id] = self._granted(
-                    plan.workflow_id, plan.holder, sent_at_ms=now
+                    plan.workflow_id, plan.holder, sent_monotonic_ms=sent
                 )
             else:
                 results[plan.workflow_id] = ClaimResult("lost-race", plan.workflow_id)
@@ -223,13 +249,16 @@ class ClaimRegistry:
     def acquire_many(self, workflow_ids: list[str]) -> dict[str, ClaimResult]:
         """``acquire`` for many ids: one read, then one set-based grant for the rows with
         no holder and one insert for the ids with no row. Never judges expiry."""
-        now = self.clock()
+        now, sent = self.clock(), self._monotonic()
         rows = self.store.read_claims(workflow_ids)
         results: dict[str, ClaimResult] = {}
         grants: list[GrantPlan] = []
         inserts: list[GrantPlan] = []
         for workflow_id in workflow_ids:
             row = rows.get(workflow_id)
+            if self._settle(workflow_id, row) == "written":
+                results[workflow_id] = self._granted_earlier(workflow_id)
+                continue
             if row is not None and row.holder is not None:
                 held_by = row.valid_holder_engine()
                 results[workflow_id] = ClaimResult("lost-race", workflow_id, held_by=held_by)
@@ -239,12 +268,14 @@ class ClaimRegistry:
             event = self._event(workflow_id, "acquired", before, epoch, now)
             planned = GrantPlan(workflow_id, before or 0, None, self._new_holder(epoch, now), event)
             (inserts if row is None else grants).append(planned)
-        granted = self.store.grant_many(grants) if grants else set()
-        granted |= self.store.insert_many(inserts) if inserts else set()
+        granted = self._grant_planned(self.store.grant_many, grants, sent)
+        granted |= self._grant_planned(self.store.insert_many, inserts, sent)
         for planned in (*grants, *inserts):
             workflow_id = planned.workflow_id
             if workflow_id in granted:
-                results[workflow_id] = self._granted(workflow_id, planned.holder, sent_at_ms=now)
+                results[workflow_id] = self._granted(
+                    workflow_id, planned.holder, sent_monotonic_ms=sent
+                )
             else:
                 results[workflow_id] = ClaimResult("lost-race", workflow_id)
         return results
@@ -275,7 +306,8 @@ class ClaimRegistry:
         # The grant was written earlier by someone else: trust only what is left of it.
         assert holder.expires_at_ms is not None
         remaining = max(0, holder.expires_at_ms - now)
-        result = self._granted(workflow_id, holder, sent_at_ms=now - self.timing.ttl_ms + remaining)
+        sent = self._monotonic() - self.timing.ttl_ms + remaining
+        result = self._granted(workflow_id, holder, sent_monotonic_ms=sent)
         return replace(result, status="adopted")
 
     # -- renewal ---------------------------------------------------------------
@@ -312,16 +344,21 @@ class ClaimRegistry:
         """Renew every held claim with one set-based statement per chunk.
 
         Results follow grant order; None marks a claim whose chunk failed with a
-        store error (logged), which leaves that claim cached for the next pass.
+        store error (logged), which leaves that claim cached, its outcome in doubt,
+        for the next pass; that pass first reads what it did.
         The per-id rules of ``renew`` hold: an id being released is skipped, an
         id with a renewal in flight shares that renewal's result.
         """
+        unsettled = self._settle_held_doubts()
         chunks: list[tuple[_Flight, list[tuple[str, Holder]]]] = []
         joined: dict[str, _Flight] = {}
         with self._lock:
             order = [wf for wf in self._held if wf not in self._releasing]
+            skipped = [wf for wf in order if wf in unsettled]
             mine: list[tuple[str, Holder]] = []
             for workflow_id in order:
+                if workflow_id in unsettled:
+                    continue
                 in_flight = self._renewals.get(workflow_id)
                 if in_flight is not None:
                     joined[workflow_id] = in_flight
@@ -333,7 +370,7 @@ class ClaimRegistry:
                 for workflow_id, _ in chunk:
                     self._renewals[workflow_id] = flight
                 chunks.append((flight, chunk))
-        results: dict[str, ClaimResult | None] = {}
+        results: dict[str, ClaimResult | None] = dict.fromkeys(skipped)
         for flight, chunk in chunks:
             results.update(self._renew_chunk(flight, chunk))
         for workflow_id, in_flight in joined.items():
@@ -343,17 +380,32 @@ class ClaimRegistry:
                 results[workflow_id] = None
         return [(workflow_id, results[workflow_id]) for workflow_id in order]
 
+    def _settle_held_doubts(self) -> set[str]:
+        """Read, in one statement, the held ids whose last statement raised, and take
+        what the rows show. Returns the ids left unsettled (the read failed too)."""
+        with self._lock:
+            doubted = [
+                wf
+                for wf in self._doubts.ids()
+                if wf in self._held and wf not in self._releasing and wf not in self._renewals
+            ]
+        if not doubted:
+            return set()
+        try:
+            rows = self.store.read_claims(doubted)
+        except Exception:
+            logger.exception("could not read %d claims whose renewal is in doubt", len(doubted))
+            return set(doubted)
+        for workflow_id in doubted:
+            self._settle(workflow_id, rows.get(workflow_id))
+        return set()
+
     def _renew_chunk(
         self, flight: _Flight, chunk: list[tuple[str, Holder]]
     ) -> dict[str, ClaimResult | None]:
-        sent_at = self.clock()
+        sent_at, sent = self.clock(), self._monotonic()
         expires_at = sent_at + self.timing.ttl_ms
-        error: Exception | None = None
-        try:
-            renewed = self.store.renew_many(chunk, expires_at_ms=expires_at)
-        except Exception as exc:
-            logger.exception("renewal of %d claims failed", len(chunk))
-            error, renewed = exc, set()
+        renewed, error, settled = self._renew_statement(chunk, expires_at, sent)
         lost_at = self.clock()
         results: dict[str, ClaimResult] = {}
         lost: list[tuple[str, Holder]] = []
@@ -363,6 +415,7 @@ class ClaimRegistry:
                     del self._renewals[workflow_id]
                 if error is not None:
                     continue
+                held = settled.get(workflow_id, held)
                 still_ours = self._held.get(workflow_id) is held
                 if workflow_id in renewed:
                     if still_ours:
@@ -370,7 +423,7 @@ class ClaimRegistry:
                         self._held[workflow_id] = Holder(
                             held.engine_id, held.epoch, expires_at, held.claimed_at_ms
                         )
-                        self._deadline_ms[workflow_id] = expires_at
+                        self._deadline_ms[workflow_id] = sent + self.timing.ttl_ms
                     results[workflow_id] = ClaimResult(
                         "renewed", workflow_id, held.epoch, None, expires_at
                     )
@@ -380,6 +433,9 @@ class ClaimRegistry:
                         self._cooldown_from_ms[workflow_id] = lost_at
                         lost.append((workflow_id, held))
                     results[workflow_id] = ClaimResult("lost", workflow_id, held.epoch)
+        if error is None:
+            for workflow_id in renewed:
+                self._doubts.clear(workflow_id)
         flight.finish(results, error)
         for workflow_id, held in lost:
             self._report_lost(workflow_id, held, lost_at)
@@ -387,17 +443,60 @@ class ClaimRegistry:
             return dict.fromkeys((workflow_id for workflow_id, _ in chunk), None)
         return dict(results)
 
-    def _renew_once(self, workflow_id: str, held: Holder) -> ClaimResult:
-        sent_at = self.clock()
+    def _renew_statement(
+        self, chunk: list[tuple[str, Holder]], expires_at: int, sent: int
+    ) -> tuple[set[str], Exception | None, dict[str, Holder]]:
+        """One set-based renewal; then, for the ids it missed whose earlier statement is in
+        doubt, a read, and a second renewal of those the read shows were mine after all.
+        Returns the renewed ids, the error if the first statement raised, and the held
+        values the read replaced."""
+        try:
+            renewed = self.store.renew_many(chunk, expires_at_ms=expires_at)
+        except Exception as exc:
+            logger.exception("renewal of %d claims failed", len(chunk))
+            for workflow_id, held in chunk:
+                intended = Holder(held.engine_id, held.epoch, expires_at, held.claimed_at_ms)
+                self._doubts.add(workflow_id, Doubt(held.epoch or 0, intended, sent))
+            return set(), exc, {}
+        missed = [wf for wf, _ in chunk if wf not in renewed and self._doubts.has(wf)]
+        if not missed:
+            return renewed, None, {}
+        settled: dict[str, Holder] = {}
+        try:
+            rows = self.store.read_claims(missed)
+            for workflow_id in missed:
+                if self._settle(workflow_id, rows.get(workflow_id)) == "written":
+                    current = self.held_claim(workflow_id)
+                    if current is not None:
+                        settled[workflow_id] = current
+            if settled:
+                renewed |= self.store.renew_many(list(settled.items()), expires_at_ms=expires_at)
+        except Exception:
+            logger.exception("could not settle %d renewals in doubt", len(missed))
+        return renewed, None, settled
+
+    def _renew_once(self, workflow_id: str, held: Holder, *, settled: bool = False) -> ClaimResult:
+        if self._doubts.has(workflow_id):
+            # An earlier statement on this claim raised: learn what it did first.
+            self._settle_by_reading(workflow_id)
+            with self._lock:
+                current = self._held.get(workflow_id)
+            if current is None:
+                return ClaimResult("not-held", workflow_id)
+            held = current
+        sent_at, sent = self.clock(), self._monotonic()
         expires_at = sent_at + self.timing.ttl_ms
-        renewed = self.store.cas_renew(workflow_id, held=held, expires_at_ms=expires_at)
+        intended = replace(held, expires_at_ms=expires_at)
+        with self._in_doubt_on_error(workflow_id, held.epoch or 0, intended, sent):
+            renewed = self.store.cas_renew(workflow_id, held=held, expires_at_ms=expires_at)
         lost_at = self.clock()
         with self._lock:
             still_ours = self._held.get(workflow_id) is held
             if renewed:
                 if still_ours:
-                    self._held[workflow_id] = replace(held, expires_at_ms=expires_at)
-                    self._deadline_ms[workflow_id] = expires_at
+                    self._held[workflow_id] = intended
+                    self._deadline_ms[workflow_id] = sent + self.timing.ttl_ms
+                self._doubts.clear(workflow_id)
                 return ClaimResult(
                     "renewed", workflow_id, epoch=held.epoch, expires_at_ms=expires_at
                 )
@@ -405,6 +504,12 @@ class ClaimRegistry:
                 # A newer grant cached meanwhile must survive this stale failure.
                 self._forget(workflow_id)
                 self._cooldown_from_ms[workflow_id] = lost_at
+        if still_ours and not settled and self._doubts.has(workflow_id):
+            # An earlier statement still in doubt may have landed after the read above.
+            self._settle_by_reading(workflow_id)
+            current = self.held_claim(workflow_id)
+            if current is not None and current is not held:
+                return self._renew_once(workflow_id, current, settled=True)
         if still_ours:
             self._report_lost(workflow_id, held, lost_at)
         return ClaimResult("lost", workflow_id, epoch=held.epoch)
@@ -443,15 +548,20 @@ class ClaimRegistry:
         try:
             if flight is not None:
                 flight.wait_quietly()
+            if self._settle_by_reading(workflow_id) == "released":
+                return ClaimResult("released", workflow_id, epoch=held.epoch)
             with self._lock:
                 held = self._held.get(workflow_id)
             if held is None or (expected_epoch is not None and held.epoch != expected_epoch):
                 return ClaimResult("not-held", workflow_id)
+            sent = self._monotonic()
             event = self._event(workflow_id, "released", held.epoch, held.epoch, self.clock())
-            released = self.store.cas_release(workflow_id, held=held, event=event)
+            with self._in_doubt_on_error(workflow_id, held.epoch or 0, None, sent):
+                released = self.store.cas_release(workflow_id, held=held, event=event)
             with self._lock:
                 if self._held.get(workflow_id) is held:
                     self._forget(workflow_id)
+            self._doubts.clear(workflow_id)
             status: ClaimStatus = "released" if released else "lost-race"
             return ClaimResult(status, workflow_id, epoch=held.epoch)
         finally:
@@ -478,7 +588,8 @@ class ClaimRegistry:
     def finish(self, workflow_id: str, fn: Callable[[], T]) -> T:
         """Run a terminal write and release the claim in ONE transaction.
 
-        Raises EngineDeposedError, committing nothing, if the claim moved on.
+        Raises EngineDeposedError, committing nothing, if the claim moved on. Any other
+        error leaves the outcome in doubt until the row is read again.
         """
         with self._lock:
             if workflow_id not in self._held or workflow_id in self._releasing:
@@ -500,10 +611,18 @@ class ClaimRegistry:
                     raise EngineDeposedError(workflow_id)
                 return result
 
-            result = self.store.fenced_write(workflow_id, held.epoch, write_then_release)
+            sent = self._monotonic()
+            try:
+                result = self.store.fenced_write(workflow_id, held.epoch, write_then_release)
+            except EngineDeposedError:
+                raise
+            except Exception:
+                self._doubts.add(workflow_id, Doubt(held.epoch, None, sent))
+                raise
             with self._lock:
                 if self._held.get(workflow_id) is held:
                     self._forget(workflow_id)
+            self._doubts.clear(workflow_id)
             return result
         finally:
             with self._lock:
@@ -524,12 +643,23 @@ class ClaimRegistry:
     ) -> ClaimEventRecord:
         return ClaimEventRecord(workflow_id, kind, epoch_before, epoch_after, self.engine_id, at_ms)
 
-    def _granted(self, workflow_id: str, holder: Holder, *, sent_at_ms: int) -> ClaimResult:
+    def _granted(self, workflow_id: str, holder: Holder, *, sent_monotonic_ms: int) -> ClaimResult:
         with self._lock:
             self._held.pop(workflow_id, None)  # a re-grant moves to the end of grant order
             self._held[workflow_id] = holder
-            self._deadline_ms[workflow_id] = sent_at_ms + self.timing.ttl_ms
+            self._deadline_ms[workflow_id] = sent_monotonic_ms + self.timing.ttl_ms
             self._cooldown_from_ms.pop(workflow_id, None)
+        self._doubts.clear(workflow_id)
+        return ClaimResult(
+            "acquired", workflow_id, epoch=holder.epoch, expires_at_ms=holder.expires_at_ms
+        )
+
+    def _granted_earlier(self, workflow_id: str) -> ClaimResult:
+        """The result of a grant whose answer was lost, found committed by a later read
+        (``_settle`` has cached it)."""
+        holder = self.held_claim(workflow_id)
+        assert holder is not None
+        self._doubts.clear(workflow_id)
         return ClaimResult(
             "acquired", workflow_id, epoch=holder.epoch, expires_at_ms=holder.expires_at_ms
         )
@@ -541,5 +671,64 @@ class ClaimRegistry:
 
     def _lost_race(self, workflow_id: str) -> ClaimResult:
         row: ClaimRow | None = self.store.read_claim(workflow_id)
+        if self._settle(workflow_id, row) == "written":
+            return self._granted_earlier(workflow_id)  # an earlier try landed meanwhile
         held_by = None if row is None else row.valid_holder_engine()
         return ClaimResult("lost-race", workflow_id, held_by=held_by)
+
+    # -- outcomes in doubt -------------------------------------------------------
+
+    @contextmanager
+    def _in_doubt_on_error(
+        self, workflow_id: str, epoch: int, intended: Holder | None, sent_monotonic_ms: int
+    ) -> Iterator[None]:
+        """A statement that raises may have committed: remember what it meant to write."""
+        try:
+            yield
+        except Exception:
+            self._doubts.add(workflow_id, Doubt(epoch, intended, sent_monotonic_ms))
+            raise
+
+    def _grant_planned(
+        self,
+        grant: Callable[[Sequence[GrantPlan]], set[str]],
+        plans: list[GrantPlan],
+        sent_monotonic_ms: int,
+    ) -> set[str]:
+        if not plans:
+            return set()
+        try:
+            return grant(plans)
+        except Exception:
+            for plan in plans:
+                epoch = plan.holder.epoch or 0
+                self._doubts.add(plan.workflow_id, Doubt(epoch, plan.holder, sent_monotonic_ms))
+            raise
+
+    def _settle_by_reading(self, workflow_id: str) -> Verdict | None:
+        """``_settle`` with the row read now, only if something about it is in doubt."""
+        if not self._doubts.has(workflow_id):
+            return None
+        return self._settle(workflow_id, self.store.read_claim(workflow_id))
+
+    def _settle(self, workflow_id: str, row: ClaimRow | None) -> Verdict | None:
+        """Take what ``row`` shows of this id's statements in doubt: a grant or renewal
+        that landed becomes the cached claim, a release that landed drops it. None when
+        nothing about this id is in doubt."""
+        if not self._doubts.has(workflow_id):
+            return None
+        verdict, doubt = self._doubts.judge(workflow_id, row)
+        with self._lock:
+            if verdict == "written":
+                assert doubt is not None
+                assert doubt.holder is not None
+                self._held[workflow_id] = doubt.holder  # in place if cached, else appended
+                self._deadline_ms[workflow_id] = doubt.sent_monotonic_ms + self.timing.ttl_ms
+                self._cooldown_from_ms.pop(workflow_id, None)
+            elif verdict == "released" and workflow_id in self._held:
+                self._forget(workflow_id)
+        if verdict == "released" or (
+            row is not None and all(row.epoch > d for d in self._doubts.epochs(workflow_id))
+        ):
+            self._doubts.clear(workflow_id)  # settled for good: nothing of it can land later
+        return verdict

@@ -82,6 +82,10 @@ class ClaimStore(Protocol):
         """Ids whose holder expires before the bound, or whose holder is invalid."""
         ...
 
+    def list_held_by(self, *, engine_id: str) -> list[str]:
+        """Ids whose claim row names this engine as its holder."""
+        ...
+
     def list_unheld_running_indexed(self) -> list[str]:
         """Ids the visibility index says are running that have no holder."""
         ...

@@ -162,6 +162,15 @@ class MemoryClaimStore:
         with self._lock:
             return self._workflows.get(workflow_id)
 
+    def list_held_by(self, *, engine_id: str) -> list[str]:
+        with self._lock:
+            rows = self.rows()
+        return sorted(
+            wf
+            for wf, row in rows.items()
+            if row.holder is not None and row.holder.engine_id == engine_id
+        )
+
     def list_stale_holders(self, *, expired_before_ms: int) -> list[str]:
         with self._lock:
             rows = self.rows()

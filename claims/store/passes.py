@@ -114,6 +114,13 @@ class PassQueries:
             .values_list("workflow_id", flat=True)
         )
 
+    def list_held_by(self, *, engine_id: str) -> list[str]:
+        return list(
+            WorkflowClaim.objects.filter(HOLDER_PRESENT, holder_engine_id=engine_id)
+            .order_by("workflow_id")
+            .values_list("workflow_id", flat=True)
+        )
+
     def list_unheld_running_indexed(self) -> list[str]:
         holder = WorkflowClaim.objects.filter(HOLDER_PRESENT, workflow_id=OuterRef("workflow_id"))
         return list(

@@ -273,9 +273,9 @@ def busy_fleet() -> SmallFleet:
         Engine.objects.filter(engine_id=engine_id).update(
             held_count=held, pass_summary=pass_summary(n, reclaimed=4 + n, stale=5 + n)
         )
-        fleet.counters_add(
+        fleet.counters_record(
             engine_id=engine_id,
-            deltas={
+            totals={
                 "acquired": 120 + 31 * n,
                 "takeover": 40 + 7 * n,
                 "lost_race": 3 + n,

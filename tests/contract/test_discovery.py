@@ -210,7 +210,7 @@ def test_scan_cursor_is_shared_by_every_engine_and_survives_a_restart(
         "w-04",
     ]
     clock.advance(1_000)
-    assert reclaim_target(registry("b"), scan_limit=5).list_candidates() == [
+    assert reclaim_target(registry("c"), scan_limit=5).list_candidates() == [
         "w-05",
         "w-06",
         "w-07",
@@ -228,7 +228,7 @@ def test_scan_cursor_is_shared_by_every_engine_and_survives_a_restart(
             0,
             10,
         )
-        assert (row.updated_by, row.updated_at_ms) == ("b", T0 + 1_000)
+        assert (row.updated_by, row.updated_at_ms) == ("c", T0 + 1_000)
 
     restarted = reclaim_target(registry("a-restarted"), scan_limit=5)
     assert restarted.list_candidates() == ["w-11"]

@@ -9,6 +9,7 @@ from faults.checks import (
     checkpoints_check,
     epochs_check,
     failover_measure,
+    ghosts_seen,
     ledger_check,
     metrics_check,
     stranded_check,
@@ -16,6 +17,7 @@ from faults.checks import (
 from faults.fleet import Timing
 from faults.history import Checkpoint, ClaimVersion, History, LedgerRow
 from faults.nemesis import FaultRecord
+from faults.watch import Stretch
 
 TIMING = Timing(ttl_ms=3_000, renew_interval_ms=1_000)
 
@@ -135,11 +137,25 @@ def test_re_runs_are_counted_by_the_fault_active_at_the_grant():
     assert any("fault: kill" in fact for fact in facts)
 
 
-def test_an_unowned_stretch_past_the_bound_after_the_last_fault_is_a_violation():
-    stretches = {"wf": [(10_000, 10_000 + TIMING.stranded_bound_ms + 500)]}
-    assert not stranded_check(stretches, 9_000, TIMING, []).passed
-    assert stranded_check(stretches, 20_000, TIMING, []).passed  # all of it during faults
+def test_a_stretch_without_progress_after_the_last_fault_is_a_violation_held_or_not():
+    for held in (False, True):
+        stretches = {"wf": [Stretch(10_000, 10_500, held)]}
+        assert not stranded_check(stretches, 9_000, TIMING, []).passed
+        assert stranded_check(stretches, 20_000, TIMING, []).passed  # all of it during faults
     assert not stranded_check({}, 0, TIMING, ["wf"]).passed
+
+
+def test_ghost_holders_are_listed_by_the_fault_in_force_when_they_began():
+    cut = FaultRecord(kind="cut", target="engine1", started_ms=1_000, ended_ms=4_000)
+    stall = FaultRecord(kind="stall", target="engine2", started_ms=8_000, ended_ms=9_000)
+    stretches = {
+        "wf-1": [Stretch(3_000, 3_700, held=True)],
+        "wf-2": [Stretch(9_500, 9_600, held=False)],  # unheld: not a ghost
+    }
+
+    lines = ghosts_seen(stretches, [cut, stall])
+
+    assert lines == ["cut: 1 ghost holders: 700 ms past the bound", "stall: 0 ghost holders"]
 
 
 def test_a_fleet_counter_going_down_or_disagreeing_with_the_engines_is_a_violation():

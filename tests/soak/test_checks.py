@@ -81,7 +81,7 @@ def test_a_kill_of_an_engine_that_held_nothing_needs_no_takeover():
 
 
 def workflow(**changes) -> WorkflowRow:
-    fields = {
+    fields: dict = {
         "workflow_id": "wf-1",
         "status": "running",
         "created_at_ms": NOW - 600_000,
