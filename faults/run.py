@@ -98,6 +98,8 @@ def per_engine_counters() -> dict[str, float]:
     totals = dict(ClaimCounter.objects.values_list("name").annotate(total=Sum("value")).order_by())
     values: dict[str, float] = {}
     for name in CounterName.values:
+        if name == CounterName.BROKER_REJECTED:
+            continue  # not one of the claim families the watch compares
         key = (
             "weft_workflow_claim_renewal_failures_total{}"
             if name == CounterName.RENEWAL_FAILURES
