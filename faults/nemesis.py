@@ -124,24 +124,11 @@ class Nemesis:
             self.fleet.engine_start(slot)
         elif kind == "pause":
             self._mark_death(record, slot)
-            assert slot.process is not None
-            slot.process.send(signal.SIGSTOP)
-            slot.stopped = True
             # Longer than TTL + grace, so the fleet must take its claims over.
-            stopped_s = rng.uniform(2.0, 3.0) * ttl_s
-            record.detail = f"stopped {stopped_s:.1f} s"
-            self._stop.wait(stopped_s)
-            slot.process.send(signal.SIGCONT)
-            slot.stopped = False
+            self._stop_for(slot, rng.uniform(2.0, 3.0) * ttl_s, record)
         elif kind == "stall":
-            assert slot.process is not None
-            slot.process.send(signal.SIGSTOP)
-            slot.stopped = True
-            stalled_s = rng.uniform(0.33, 0.8) * ttl_s
-            record.detail = f"stopped {stalled_s:.1f} s"
-            self._stop.wait(stalled_s)
-            slot.process.send(signal.SIGCONT)
-            slot.stopped = False
+            # Shorter than the TTL: it keeps its claims, and must not lose track of them.
+            self._stop_for(slot, rng.uniform(0.33, 0.8) * ttl_s, record)
         elif kind == "cut":
             proxy = self.fleet.proxy
             if proxy is None or slot.name != self.fleet.proxied_slot:
@@ -181,6 +168,16 @@ class Nemesis:
         record.ended_ms = database_now_ms()
 
     # -- helpers ---------------------------------------------------------------------------
+
+    def _stop_for(self, slot: EngineSlot, seconds: float, record: FaultRecord) -> None:
+        """SIGSTOP the engine for ``seconds``, then SIGCONT."""
+        assert slot.process is not None
+        slot.process.send(signal.SIGSTOP)
+        slot.stopped = True
+        record.detail = f"stopped {seconds:.1f} s"
+        self._stop.wait(seconds)
+        slot.process.send(signal.SIGCONT)
+        slot.stopped = False
 
     def _engine_id(self, slot: EngineSlot) -> str | None:
         if slot.process is None:

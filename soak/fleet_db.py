@@ -67,35 +67,39 @@ class FleetDatabase:
             )
         }
 
-    def epochs(self, workflow_ids: list[str]) -> dict[str, tuple[int, str | None]]:
-        """workflow id -> (epoch, holder) now."""
-        found: dict[str, tuple[int, str | None]] = {}
+    def _query_ids(self, sql: str, workflow_ids: list[str]) -> list[tuple[object, ...]]:
+        """``sql`` with ``{ids}`` for the placeholders, run over the ids in chunks (SQLite
+        limits the parameters of one statement)."""
+        rows: list[tuple[object, ...]] = []
         for start in range(0, len(workflow_ids), 500):
             chunk = workflow_ids[start : start + 500]
-            marks = ", ".join("?" * len(chunk))
-            for w, e, h in self._query(
-                "SELECT workflow_id, epoch, holder_engine_id FROM claims_workflowclaim "
-                f"WHERE workflow_id IN ({marks})",
-                tuple(chunk),
-            ):
-                found[str(w)] = (int(e), None if h is None else str(h))  # type: ignore[call-overload]
-        return found
+            rows += self._query(sql.format(ids=", ".join("?" * len(chunk))), tuple(chunk))
+        return rows
+
+    def epochs(self, workflow_ids: list[str]) -> dict[str, tuple[int, str | None]]:
+        """workflow id -> (epoch, holder) now."""
+        rows = self._query_ids(
+            "SELECT workflow_id, epoch, holder_engine_id FROM claims_workflowclaim "
+            "WHERE workflow_id IN ({ids})",
+            workflow_ids,
+        )
+        return {
+            str(w): (int(e), None if h is None else str(h))  # type: ignore[call-overload]
+            for w, e, h in rows
+        }
 
     def takeover_times(self, held: dict[str, int]) -> dict[str, int]:
         """workflow id -> when (fleet ms) the claim held at that epoch was taken over."""
-        found: dict[str, int] = {}
-        ids = list(held)
-        for start in range(0, len(ids), 500):
-            chunk = ids[start : start + 500]
-            marks = ", ".join("?" * len(chunk))
-            for w, before, at in self._query(
-                "SELECT workflow_id, epoch_before, at_ms FROM claims_claimevent "
-                f"WHERE kind = 'takeover' AND workflow_id IN ({marks})",
-                tuple(chunk),
-            ):
-                if before == held[str(w)]:
-                    found[str(w)] = int(at)  # type: ignore[call-overload]
-        return found
+        rows = self._query_ids(
+            "SELECT workflow_id, epoch_before, at_ms FROM claims_claimevent "
+            "WHERE kind = 'takeover' AND workflow_id IN ({ids})",
+            list(held),
+        )
+        return {
+            str(w): int(at)  # type: ignore[call-overload]
+            for w, before, at in rows
+            if before == held[str(w)]
+        }
 
     def workflows(self) -> list[WorkflowRow]:
         rows = []

@@ -89,9 +89,34 @@ def test_main_command_serves_pages_and_metrics(tmp_path: Path) -> None:
     database = var / "weftboard.sqlite3"
     env = run_env(port, var)
     log_path = tmp_path / "run.log"
-    # Appending: supervisord and its children each open the terminal's file of their own.
+    run = start_main_command(env, log_path)
+    children: set[int] = set()
+    try:
+        children = check_running_app(run, log_path, port, database)
+        children |= check_killed_engine_is_replaced(run, database)
+    except BaseException:
+        print(log_path.read_text(errors="replace")[-8000:])
+        raise
+    finally:
+        children |= descendants(run.pid)
+        stopped = stop_app(run)
+    left = {pid for pid in children if alive(pid)}
+    assert stopped, f"./scripts/run did not exit within {EXIT_WITHIN_S}s of SIGINT"
+    assert left == set(), f"processes left running after Ctrl-C: {sorted(left)}"
+    assert run.returncode is not None
+    killed = [
+        line
+        for line in log_path.read_text(errors="replace").splitlines()
+        if "SIGINT received" in line or "SIGKILL" in line or "claims are released" in line
+    ]
+    check_engines_released(database, "\n".join(killed))
+
+
+def start_main_command(env: dict[str, str], log_path: Path) -> subprocess.Popen[bytes]:
+    """``./scripts/run`` in a session of its own, its output appended to ``log_path``
+    (appending: supervisord and its children each open the file of their own)."""
     with log_path.open("ab") as log:
-        run = subprocess.Popen(
+        return subprocess.Popen(
             ["./scripts/run"],
             cwd=REPO,
             env=env,
@@ -100,26 +125,6 @@ def test_main_command_serves_pages_and_metrics(tmp_path: Path) -> None:
             stderr=subprocess.STDOUT,
             start_new_session=True,
         )
-        children: set[int] = set()
-        try:
-            children = check_running_app(run, log_path, port, database)
-            children |= check_killed_engine_is_replaced(run, database)
-        except BaseException:
-            print(log_path.read_text(errors="replace")[-8000:])
-            raise
-        finally:
-            children |= descendants(run.pid)
-            stopped = stop_app(run)
-        left = {pid for pid in children if alive(pid)}
-        assert stopped, f"./scripts/run did not exit within {EXIT_WITHIN_S}s of SIGINT"
-        assert left == set(), f"processes left running after Ctrl-C: {sorted(left)}"
-        assert run.returncode is not None
-    killed = [
-        line
-        for line in log_path.read_text(errors="replace").splitlines()
-        if "SIGINT received" in line or "SIGKILL" in line or "claims are released" in line
-    ]
-    check_engines_released(database, "\n".join(killed))
 
 
 def run_env(port: int, var: Path, **extra: str) -> dict[str, str]:
@@ -145,16 +150,7 @@ def test_an_engine_that_keeps_dying_is_given_up_and_the_rest_stays_up(tmp_path: 
     # Engines refuse to start on a workflow module they cannot import; nothing else reads it.
     env = run_env(port, tmp_path / "var", WEFTBOARD_WORKFLOW_MODULES="no_such_module")
     log_path = tmp_path / "run.log"
-    with log_path.open("ab") as log:
-        run = subprocess.Popen(
-            ["./scripts/run"],
-            cwd=REPO,
-            env=env,
-            stdin=subprocess.DEVNULL,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
+    run = start_main_command(env, log_path)
     try:
 
         def given_up() -> bool:
