@@ -24,6 +24,7 @@ from claims.api import router as claims_router
 from claims.api.schemas import ClaimStateOut, StaleEpochOut
 from claims.backfill import (
     BackfillAlreadyActiveError,
+    BackfillInThePastError,
     BackfillNotActiveError,
     BackfillReadOnlyError,
 )
@@ -125,6 +126,7 @@ ERROR_STATUS: dict[type[Exception], int] = {
     UnknownWorkflowTypeError: 422,
     BackfillAlreadyActiveError: 409,
     BackfillNotActiveError: 409,
+    BackfillInThePastError: 422,
     # A ClaimConfigError, but the read-only switch is a refusal, not bad input.
     BackfillReadOnlyError: 403,
 }

@@ -17,8 +17,10 @@ def metrics(request: HttpRequest) -> HttpResponse:
     """Prometheus text; behind a bearer token when WEFTBOARD_METRICS_TOKEN is set."""
     token = settings.WEFTBOARD_METRICS_TOKEN
     if token:
-        offered = request.headers.get("Authorization", "").removeprefix("Bearer ").strip()
-        if not hmac.compare_digest(offered.encode(), token.encode()):
+        scheme, _, offered = request.headers.get("Authorization", "").partition(" ")
+        if scheme.lower() != "bearer" or not hmac.compare_digest(
+            offered.strip().encode(), token.encode()
+        ):
             response = HttpResponse("a bearer token is required\n", status=401)
             response["WWW-Authenticate"] = 'Bearer realm="metrics"'
             return response

@@ -13,7 +13,12 @@ type and first line when it raised; ``cancelled`` when cancelled (before the nex
 
 from __future__ import annotations
 
-from .errors import BackfillAlreadyActiveError, BackfillNotActiveError, BackfillReadOnlyError
+from .errors import (
+    BackfillAlreadyActiveError,
+    BackfillInThePastError,
+    BackfillNotActiveError,
+    BackfillReadOnlyError,
+)
 from .jobs import active_backfill, backfill_cancel, backfill_progress, backfill_schedule
 from .runner import DEFAULT_BATCH_SIZE, MAX_BATCH_SIZE, backfill_run, backfill_run_due
 
@@ -21,6 +26,7 @@ __all__ = [
     "DEFAULT_BATCH_SIZE",
     "MAX_BATCH_SIZE",
     "BackfillAlreadyActiveError",
+    "BackfillInThePastError",
     "BackfillNotActiveError",
     "BackfillReadOnlyError",
     "active_backfill",

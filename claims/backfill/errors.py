@@ -32,3 +32,10 @@ class BackfillReadOnlyError(ClaimConfigError):
     def __init__(self, reason: str) -> None:
         super().__init__(reason)
         self.reason = reason
+
+
+class BackfillInThePastError(ClaimConfigError):
+    """A backfill scheduled for a time already gone (a minute of slack for slow forms)."""
+
+    def __init__(self, run_at: str) -> None:
+        super().__init__(f"run_at {run_at} is in the past; leave it out to start the backfill now")

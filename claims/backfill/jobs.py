@@ -18,13 +18,20 @@ from claims.models import (
 )
 from claims.protocol import Clock
 
-from .errors import BackfillAlreadyActiveError, BackfillNotActiveError, BackfillReadOnlyError
+from .errors import (
+    BackfillAlreadyActiveError,
+    BackfillInThePastError,
+    BackfillNotActiveError,
+    BackfillReadOnlyError,
+)
 
 logger = logging.getLogger("weftboard.claims")
 
 # A run further out than this is not sent with a Celery ETA (brokers redeliver long-held
 # ETA messages; workers hold them in memory): beat's backfill_run_due starts it when due.
 ETA_HORIZON = timedelta(minutes=10)
+# A time this close behind now still means "now": a form filled in slowly.
+PAST_SLACK = timedelta(minutes=1)
 REQUESTED_BY_MAX_LENGTH = 150
 
 
@@ -76,7 +83,8 @@ def backfill_schedule(
 
     Raises BackfillAlreadyActiveError when one is scheduled or running (the database's
     partial unique constraint decides, so two racing requests cannot both succeed) and
-    BackfillReadOnlyError under the read-only switch. The run task is sent when the
+    BackfillReadOnlyError under the read-only switch, BackfillInThePastError for a time
+    more than a minute ago (the admin and the API share the rule). The run task is sent when the
     transaction commits; if that send fails, or the run is far off, beat starts it when due.
     """
     refuse_if_read_only()
@@ -85,6 +93,8 @@ def backfill_schedule(
         run_at = now
     elif timezone.is_naive(run_at):
         run_at = timezone.make_aware(run_at)
+    if run_at < now - PAST_SLACK:
+        raise BackfillInThePastError(run_at.isoformat())
     requested_by = (requested_by or "")[:REQUESTED_BY_MAX_LENGTH]
     try:
         with transaction.atomic():

@@ -22,6 +22,17 @@ from .inputs import (
 )
 from .pages import fleet_now, operator_page, render_page
 
+# A spreadsheet reads a cell that starts with one of these as a formula (OWASP's list).
+FORMULA_LEADS = ("=", "+", "-", "@", "\t", "\r")
+
+
+def csv_cell(value: object) -> object:
+    """A value as a cell no spreadsheet runs: text that could start a formula gets a
+    leading apostrophe, which spreadsheets show as plain text."""
+    if isinstance(value, str) and value.startswith(FORMULA_LEADS):
+        return "'" + value
+    return value
+
 
 class _Echo:
     """csv.writer writes into this and gets the line back, so rows stream one by one."""
@@ -56,7 +67,7 @@ def _csv(filters: AuditFilters) -> StreamingHttpResponse:
     def lines() -> Iterator[str]:
         yield writer.writerow(CSV_COLUMNS)
         for row in audit_rows(filters):
-            yield writer.writerow(row)
+            yield writer.writerow([csv_cell(value) for value in row])
 
     response = StreamingHttpResponse(lines(), content_type="text/csv; charset=utf-8")
     response["Content-Disposition"] = 'attachment; filename="weftboard-audit.csv"'

@@ -49,6 +49,14 @@ def test_schedule_needs_a_time_with_a_timezone(operator_client, run_at):
     assert not BackfillJob.objects.exists()
 
 
+def test_a_time_in_the_past_is_refused_as_the_admin_refuses_it(operator_client):
+    response = post(operator_client, url("/backfills"), {"run_at": "2001-01-01T00:00:00Z"})
+
+    assert response.status_code == 422
+    assert "in the past" in response.json()["detail"]
+    assert not BackfillJob.objects.exists()
+
+
 def test_a_second_backfill_while_one_is_active_gets_409(operator_client):
     """Only one backfill may be scheduled or running: the second answers 409."""
     active = job(BackfillStatus.RUNNING)

@@ -185,6 +185,16 @@ def test_progress_json_for_live_bars(operator_client, viewer_client, client):
     assert client.get(PROGRESS, {"id": job.pk}).status_code == 302  # to the admin login
 
 
+@pytest.mark.parametrize("bad_id", ["²", "١٢", "-1", "1e3", "9" * 40])
+def test_progress_ignores_ids_that_are_not_plain_numbers(viewer_client, bad_id):
+    job = running_job()
+
+    response = viewer_client.get(PROGRESS, {"id": [bad_id, job.pk]})
+
+    assert response.status_code == 200
+    assert [entry["id"] for entry in response.json()["jobs"]] == [job.pk]
+
+
 def test_the_cancel_action(operator_client):
     active = running_job()
     done = BackfillJob.objects.create(status="failed", run_at=active.run_at)

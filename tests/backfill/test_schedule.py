@@ -9,6 +9,7 @@ from django.db import IntegrityError, connection, transaction
 
 from claims.backfill import (
     BackfillAlreadyActiveError,
+    BackfillInThePastError,
     BackfillNotActiveError,
     BackfillReadOnlyError,
     backfill_cancel,
@@ -176,10 +177,18 @@ def test_progress(status, processed, total, expected):
     assert backfill_progress(job) == pytest.approx(expected)
 
 
-def test_run_at_in_the_past_runs_now(sent_runs, django_capture_on_commit_callbacks):
+def test_run_at_a_moment_ago_runs_now(sent_runs, django_capture_on_commit_callbacks):
+    """A form filled in slowly: a time within the last minute still means now."""
     with django_capture_on_commit_callbacks(execute=True):
         job = backfill_schedule(
-            run_at=START_AT - timedelta(days=1), requested_by="alice", clock=clock()
+            run_at=START_AT - timedelta(seconds=30), requested_by="alice", clock=clock()
         )
     assert sent_runs == [(job.pk, None)]
     assert backfill_run(job.pk, clock=clock()).status == "succeeded"
+
+
+def test_run_at_further_in_the_past_is_refused(sent_runs):
+    with pytest.raises(BackfillInThePastError, match="in the past"):
+        backfill_schedule(run_at=START_AT - timedelta(days=1), requested_by="alice", clock=clock())
+    assert sent_runs == []
+    assert not BackfillJob.objects.exists()

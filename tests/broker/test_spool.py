@@ -173,3 +173,17 @@ def test_the_filesystem_transport_is_refused_by_the_settings():
 
     with pytest.raises(ImproperlyConfigured, match="half-written"):
         broker_config("filesystem://")
+
+
+def test_names_with_digits_int_refuses_are_left_alone_not_fatal(spool):
+    """A file another program named with superscript digits neither expires nor crashes
+    the consumer; orphan recovery skips a claim named the same way."""
+    folder = spool / "queues" / "q"
+    folder.mkdir(parents=True)
+    (folder / f"{1:020d}-1-000000001-x²³.msg").write_bytes(b"[]")
+    (spool / "claimed").mkdir(parents=True, exist_ok=True)
+    (spool / "claimed" / "¹²~q~x.msg").write_bytes(b"[]")
+    publish(spool, "q", {"n": 1})
+
+    assert drain(spool, "q") == [{"n": 1}]
+    assert (spool / "claimed" / "¹²~q~x.msg").exists()

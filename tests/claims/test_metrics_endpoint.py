@@ -102,3 +102,9 @@ def test_metrics_token_is_required_when_configured(client):
     assert client.get("/metrics").status_code == 401
     assert client.get("/metrics", HTTP_AUTHORIZATION="Bearer wrong").status_code == 401
     assert scrape(client, HTTP_AUTHORIZATION="Bearer s3cret")
+
+
+@override_settings(WEFTBOARD_METRICS_TOKEN="s3cret")
+@pytest.mark.parametrize("header", ["s3cret", "Basic s3cret", "Token s3cret", "Bearers3cret"])
+def test_the_metrics_token_counts_only_under_the_bearer_scheme(client, header):
+    assert client.get("/metrics", HTTP_AUTHORIZATION=header).status_code == 401

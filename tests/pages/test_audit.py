@@ -123,6 +123,29 @@ def test_csv_export_streams_the_filtered_rows(operator_client, events):
     ]
 
 
+@pytest.mark.parametrize(
+    "reason",
+    ["=cmd|' /C calc'!A0", "+1+1", "-2+3", "@SUM(A1)", "\tlead", "\rlead"],
+)
+def test_csv_export_neutralises_cells_a_spreadsheet_would_run(operator_client, reason):
+    ClaimEvent.objects.create(
+        workflow_id='=HYPERLINK("http://evil.example")',
+        kind="forced_release",
+        epoch_before=1,
+        epoch_after=2,
+        engine_id=None,
+        actor="alice",
+        reason=reason,
+        at_ms=1_000,
+    )
+
+    response = operator_client.get("/audit/?format=csv")
+
+    [row] = list(csv.reader(io.StringIO(b"".join(response.streaming_content).decode())))[1:]
+    assert row[2] == '\'=HYPERLINK("http://evil.example")'
+    assert row[8] == "'" + reason
+
+
 def test_csv_export_needs_a_login(client, db):
     """The export is a page like the others: no session, no data."""
     assert client.get("/audit/?format=csv").status_code == 302

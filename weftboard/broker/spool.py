@@ -84,7 +84,8 @@ def _expires_ms(message: dict[str, Any]) -> int | None:
 def _name_expired(name: str, now_ms: float) -> bool:
     stem = name[: -len(MESSAGE_SUFFIX)]
     _, marker, expires = stem.rpartition("-x")
-    return bool(marker) and expires.isdigit() and int(expires) < now_ms
+    # isascii(): a name from another program may hold digits int() refuses ("²").
+    return bool(marker) and expires.isascii() and expires.isdigit() and int(expires) < now_ms
 
 
 def _pid_alive(pid: int) -> bool:
@@ -239,7 +240,7 @@ class Channel(virtual.Channel):
         for entry in os.listdir(claimed):
             pid, _, rest = entry.partition("~")
             queue, _, name = rest.partition("~")
-            if not (pid.isdigit() and name and NAME_RE.match(queue)):
+            if not (pid.isascii() and pid.isdigit() and name and NAME_RE.match(queue)):
                 continue
             if _pid_alive(int(pid)):
                 continue
