@@ -9,6 +9,7 @@ from django.contrib import admin, messages
 from django.db.models import QuerySet
 from django.http import HttpRequest
 from django.template.response import TemplateResponse
+from django.utils import timezone
 
 from claims import models
 from claims.backfill.admin import BackfillJobAdminBase
@@ -123,31 +124,88 @@ class BackfillJobAdmin(BackfillJobAdminBase, ReadOnlyAdmin):
 
 @admin.register(models.ApiToken)
 class ApiTokenAdmin(admin.ModelAdmin):
-    """Adding a token shows its secret once, in the message after save; only its hash is kept."""
+    """Adding a token shows its secret once, in the message after save; only its hash is kept.
+
+    A token acts with its user's permissions, so only a superuser may mint one for another
+    user; everyone else mints, sees and revokes only their own. Django's admin history
+    records every add, change and revocation with the user who did it.
+    """
 
     # Where save_model leaves a new secret for response_add: on the request, never stored.
     _secret_key = "_weftboard_new_token_secret"
 
-    list_display = ["name", "user", "prefix", "scope", "created_at", "last_used_at", "revoked_at"]
+    list_display = [
+        "name",
+        "user",
+        "prefix",
+        "scope",
+        "created_at",
+        "expires_at",
+        "state",
+        "last_used_at",
+        "revoked_at",
+    ]
     list_filter = ["scope", "revoked_at"]
     search_fields = ["name", "prefix", "user__username"]
     actions = ["revoke"]
 
+    @admin.display(description="state")
+    def state(self, obj: models.ApiToken) -> str:
+        if obj.revoked_at is not None:
+            return "revoked"
+        if obj.expires_at is not None and obj.expires_at <= timezone.now():
+            return "expired"
+        return "live"
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[models.ApiToken]:
+        tokens = super().get_queryset(request)
+        return tokens if request.user.is_superuser else tokens.filter(user=request.user)
+
+    def _owns(self, request: HttpRequest, obj: Any) -> bool:
+        return obj is None or request.user.is_superuser or obj.user_id == request.user.pk
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return super().has_change_permission(request, obj) and self._owns(request, obj)
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return super().has_delete_permission(request, obj) and self._owns(request, obj)
+
     def get_fields(self, request: HttpRequest, obj: Any = None) -> tuple[str, ...]:
         if obj is None:
-            return ("name", "user", "scope")
-        return ("name", "user", "scope", "prefix", "created_at", "last_used_at", "revoked_at")
+            if request.user.is_superuser:
+                return ("name", "user", "scope", "expires_at")
+            return ("name", "scope", "expires_at")
+        return (
+            "name",
+            "user",
+            "scope",
+            "prefix",
+            "created_at",
+            "expires_at",
+            "last_used_at",
+            "revoked_at",
+        )
 
     def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> tuple[str, ...]:
         if obj is None:
             return ()
         # A token's powers are fixed at creation: mint a new one rather than widen an old one.
-        return ("user", "scope", "prefix", "created_at", "last_used_at", "revoked_at")
+        return (
+            "user",
+            "scope",
+            "prefix",
+            "created_at",
+            "expires_at",
+            "last_used_at",
+            "revoked_at",
+        )
 
     def save_model(self, request: HttpRequest, obj: Any, form: Any, change: bool) -> None:
         if change:
             super().save_model(request, obj, form, change)
             return
+        if not request.user.is_superuser:
+            obj.user = request.user  # the form has no user field; never trust a posted one
         setattr(request, self._secret_key, api_token_mint(obj))
 
     def response_add(self, request: HttpRequest, obj: Any, post_url_continue: Any = None) -> Any:
@@ -168,5 +226,9 @@ class ApiTokenAdmin(admin.ModelAdmin):
 
     @admin.action(description="Revoke selected tokens", permissions=["change"])
     def revoke(self, request: HttpRequest, queryset: QuerySet[models.ApiToken]) -> None:
+        # The changelist's queryset is already the user's own tokens unless superuser.
+        live = list(queryset.filter(revoked_at__isnull=True))
         revoked = api_tokens_revoke(queryset)
+        for token in live:
+            self.log_change(request, token, "Revoked.")
         self.message_user(request, f"Revoked {revoked} token(s).", messages.SUCCESS)

@@ -10,7 +10,7 @@ import hashlib
 import secrets
 from datetime import timedelta
 
-from django.db.models import QuerySet
+from django.db.models import Q, QuerySet
 from django.utils import timezone
 
 from claims.models import ApiToken
@@ -38,17 +38,19 @@ def api_token_mint(token: ApiToken) -> str:
 
 
 def api_token_authenticate(secret: str) -> ApiToken | None:
-    """The live token with this secret (its user loaded and active), or None."""
+    """The live token with this secret (not revoked, not expired, its user loaded and
+    active), or None."""
     if not secret.startswith(SECRET_PREFIX):
         return None
+    now = timezone.now()
     token = (
         ApiToken.objects.select_related("user")
         .filter(token_hash=token_hash(secret), revoked_at__isnull=True, user__is_active=True)
+        .filter(Q(expires_at__isnull=True) | Q(expires_at__gt=now))
         .first()
     )
     if token is None:
         return None
-    now = timezone.now()
     if token.last_used_at is None or now - token.last_used_at >= LAST_USED_RESOLUTION:
         ApiToken.objects.filter(pk=token.pk).update(last_used_at=now)
         token.last_used_at = now

@@ -57,7 +57,7 @@ class BearerTokenAuth(HttpBearer):
     def authenticate(self, request: HttpRequest, token: str) -> Any:
         api_token = api_token_authenticate(token)
         if api_token is None:
-            raise AuthenticationError(message="invalid or revoked API token")
+            raise AuthenticationError(message="invalid, revoked or expired API token")
         # Permissions, throttling and the audit actor all follow the token's user.
         request.user = api_token.user
         return api_token

@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import re
+from datetime import timedelta
 
 import pytest
+from django.contrib.admin.models import ADDITION, CHANGE, LogEntry
+from django.contrib.auth.models import Permission
 from django.test import Client
+from django.utils import timezone
 
 from claims.models import ApiToken
 from claims.tokens import token_hash
@@ -51,11 +55,83 @@ def test_the_shown_secret_authenticates(added):
     assert Client().get(url("/claims"), headers=bearer(secret)).status_code == 200
 
 
-def test_the_add_form_asks_only_for_name_user_and_scope(admin_client):
+def test_the_add_form_asks_a_superuser_for_name_user_scope_and_expiry(admin_client):
     """Prefix and hash are minted, never typed in."""
     form = admin_client.get(ADD).context["adminform"].form
 
-    assert set(form.fields) == {"name", "user", "scope"}
+    assert set(form.fields) == {"name", "user", "scope", "expires_at"}
+
+
+@pytest.fixture
+def staff(django_user_model):
+    """Staff with every token permission and nothing else: not a superuser."""
+    user = django_user_model.objects.create_user("staff", password="pw", is_staff=True)
+    user.user_permissions.set(
+        Permission.objects.filter(content_type__app_label="claims", codename__endswith="apitoken")
+    )
+    client = Client()
+    client.force_login(user)
+    return user, client
+
+
+def test_staff_cannot_mint_a_token_for_another_user(staff, admin_user):
+    """The form has no user field; a posted one is ignored: the token is the staff's own."""
+    user, client = staff
+    assert "user" not in client.get(ADD).context["adminform"].form.fields
+
+    response = client.post(ADD, {"name": "escalate", "user": admin_user.pk, "scope": "write"})
+
+    assert response.status_code == 200
+    assert ApiToken.objects.get().user == user
+
+
+def test_staff_sees_and_revokes_only_their_own_tokens(staff, admin_user, token_for):
+    user, client = staff
+    token_for(user, name="mine")
+    theirs_secret = token_for(admin_user, name="theirs")
+    theirs = ApiToken.objects.get(name="theirs")
+
+    listed = client.get("/admin/claims/apitoken/").content.decode()
+    client.post("/admin/claims/apitoken/", {"action": "revoke", "_selected_action": [theirs.pk]})
+
+    assert "mine" in listed
+    assert "theirs" not in listed
+    assert client.get(f"/admin/claims/apitoken/{theirs.pk}/change/").status_code in (302, 404)
+    theirs.refresh_from_db()
+    assert theirs.revoked_at is None
+    assert Client().get(url("/claims"), headers=bearer(theirs_secret)).status_code == 200
+
+
+def test_token_actions_are_in_the_admin_history_with_the_acting_user(staff):
+    _user, client = staff
+    client.post(ADD, {"name": "ci", "scope": "read"})
+    token = ApiToken.objects.get()
+    client.post("/admin/claims/apitoken/", {"action": "revoke", "_selected_action": [token.pk]})
+
+    history = list(
+        LogEntry.objects.filter(object_id=str(token.pk)).values_list(
+            "user__username", "action_flag"
+        )
+    )
+    assert sorted(history) == [("staff", ADDITION), ("staff", CHANGE)]
+
+
+def test_an_expired_token_is_refused_and_shown_as_expired(admin_client, viewer, token_for):
+    secret = token_for(viewer)
+    ApiToken.objects.update(expires_at=timezone.now() - timedelta(seconds=1))
+
+    response = Client().get(url("/claims"), headers=bearer(secret))
+
+    assert response.status_code == 401
+    assert "expired" in response.json()["detail"]
+    assert "expired" in admin_client.get("/admin/claims/apitoken/").content.decode()
+
+
+def test_a_token_before_its_expiry_works(viewer, token_for):
+    secret = token_for(viewer)
+    ApiToken.objects.update(expires_at=timezone.now() + timedelta(hours=1))
+
+    assert Client().get(url("/claims"), headers=bearer(secret)).status_code == 200
 
 
 def test_revoke_action_disables_tokens(added, admin_client):

@@ -210,7 +210,7 @@ def test_revoked_token_gets_401(viewer, token_for):
     response = Client().get(url("/claims"), headers=bearer(secret))
 
     assert response.status_code == 401
-    assert response.json() == {"detail": "invalid or revoked API token"}
+    assert response.json() == {"detail": "invalid, revoked or expired API token"}
 
 
 def test_token_of_an_inactive_user_gets_401(viewer, token_for):
