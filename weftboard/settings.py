@@ -225,6 +225,25 @@ def broker_config(url: str) -> tuple[str | None, dict[str, Any]]:
 
 CELERY_BROKER_URL = os.environ.get("CELERY_BROKER_URL", "").strip() or "spool://"
 CELERY_BROKER_TRANSPORT, CELERY_BROKER_TRANSPORT_OPTIONS = broker_config(CELERY_BROKER_URL)
+
+
+def cache_config() -> dict[str, Any]:
+    """The cache every web process shares (the API write throttle counts in it): Redis at
+    WEFTBOARD_CACHE_URL, else the broker's Redis; the embedded default runs one web process,
+    whose memory is shared enough."""
+    url = os.environ.get("WEFTBOARD_CACHE_URL", "").strip()
+    if not url and CELERY_BROKER_URL.split("://", 1)[0] in {"redis", "rediss"}:
+        url = CELERY_BROKER_URL
+    if url:
+        return {
+            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "LOCATION": url,
+            "KEY_PREFIX": "weftboard",
+        }
+    return {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}
+
+
+CACHES = {"default": cache_config()}
 # Celery 5 warns unless this is explicit; retrying lets a worker outlive a broker restart.
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_TASK_IGNORE_RESULT = True

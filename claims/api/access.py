@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import threading
+import time
 
 from django.conf import settings
+from django.core.cache import cache
 from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest
-from ninja.throttling import BaseThrottle, UserRateThrottle
+from ninja.throttling import BaseThrottle
 
 from claims.conf import read_only_reason
 from claims.models import ApiToken, ApiTokenScope
@@ -45,15 +47,25 @@ def check_write(request: HttpRequest, permission: str) -> str:
     return actor_name(request)
 
 
-class _UserWriteThrottle(UserRateThrottle):
-    scope = "weftboard-write"
+RATE_UNITS = {"s": 1, "m": 60, "h": 3_600, "d": 86_400}
+
+
+def parse_rate(rate: str) -> tuple[int, int]:
+    """ "60/min" -> (60, 60): requests per window, and the window in seconds."""
+    count, _, unit = rate.partition("/")
+    seconds = RATE_UNITS.get(unit.strip()[:1].lower())
+    if not count.strip().isdigit() or seconds is None:
+        raise ValueError(f"a rate is like 60/min, not {rate!r}")
+    return int(count), seconds
 
 
 class WriteRateThrottle(BaseThrottle):
-    """Writes per user at WEFTBOARD_API_WRITE_RATE, read per request rather than at import.
+    """Writes per user at WEFTBOARD_API_WRITE_RATE, counted in the shared cache.
 
-    Each request gets its own throttle object: ninja's keep the request's cache key and
-    history on the instance, which threads serving requests at once would share.
+    A fixed window counted with the cache's atomic ``add`` and ``incr``: on Redis every web
+    process counts against one limit, however many requests arrive at once (ninja's own
+    throttle reads a history, appends and writes it back, so concurrent requests in
+    several processes each see the old history). The rate is read per request.
     """
 
     def __init__(self) -> None:
@@ -61,12 +73,28 @@ class WriteRateThrottle(BaseThrottle):
 
     def allow_request(self, request: HttpRequest) -> bool:
         rate = str(getattr(settings, "WEFTBOARD_API_WRITE_RATE", "") or DEFAULT_WRITE_RATE)
-        self._local.throttle = _UserWriteThrottle(rate)
-        return bool(self._local.throttle.allow_request(request))
+        limit, seconds = parse_rate(rate)
+        user = getattr(request, "user", None)
+        who = (
+            f"user-{user.pk}"
+            if user is not None and user.is_authenticated
+            else (f"addr-{request.META.get('REMOTE_ADDR', '')}")
+        )
+        now = time.time()
+        key = f"weftboard:api-write:{who}:{int(now // seconds)}"
+        if cache.add(key, 1, timeout=seconds + 1):
+            used = 1
+        else:
+            try:
+                used = cache.incr(key)
+            except ValueError:  # expired between add and incr: a new window
+                cache.add(key, 1, timeout=seconds + 1)
+                used = 1
+        self._local.wait = seconds - now % seconds if used > limit else None
+        return used <= limit
 
     def wait(self) -> float | None:
-        throttle = getattr(self._local, "throttle", None)
-        return None if throttle is None else throttle.wait()
+        return getattr(self._local, "wait", None)
 
 
 write_throttle = WriteRateThrottle()
