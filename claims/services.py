@@ -22,6 +22,7 @@ from claims.protocol import Clock, rotate_claim
 from claims.protocol.errors import (
     ClaimConfigError,
     InvalidTransitionError,
+    StaleEpochError,
     WorkflowClaimUnavailableError,
     WorkflowNotFoundError,
 )
@@ -105,11 +106,11 @@ def _claim_for_start(workflow_id: str, engine_id: str, now: int) -> None:
         )
 
 
-def _lock_claim_then_workflow(workflow_id: str) -> Workflow:
+def _lock_claim_then_workflow(workflow_id: str) -> tuple[Workflow, int | None]:
     """Lock in the order fenced writes do (claim row, then workflow row), so an
-    external transition and an engine's checkpoint never deadlock. Caller holds
-    the transaction."""
-    list(
+    external transition and an engine's checkpoint never deadlock; returns the workflow
+    and the claim's epoch (None without a claim row). Caller holds the transaction."""
+    epochs = list(
         WorkflowClaim.objects.select_for_update(no_key=True)
         .filter(workflow_id=workflow_id)
         .values_list("epoch", flat=True)
@@ -117,7 +118,7 @@ def _lock_claim_then_workflow(workflow_id: str) -> Workflow:
     workflow = Workflow.objects.select_for_update().filter(workflow_id=workflow_id).first()
     if workflow is None:
         raise WorkflowNotFoundError(workflow_id)
-    return workflow
+    return workflow, (epochs[0] if epochs else None)
 
 
 def _terminal_transition(
@@ -128,11 +129,15 @@ def _terminal_transition(
     actor: str | None,
     reason: str,
     clock: Clock | None,
+    expected_epoch: int | None = None,
 ) -> Workflow:
     workflow_id = check_workflow_id(workflow_id)
     now = _now(clock)
     with transaction.atomic():
-        workflow = _lock_claim_then_workflow(workflow_id)
+        workflow, epoch = _lock_claim_then_workflow(workflow_id)
+        # 0 is what an operator saw of a workflow never claimed: no claim row.
+        if expected_epoch is not None and expected_epoch != (epoch or 0):
+            raise StaleEpochError(workflow_id, expected_epoch, epoch)
         if workflow.status in TERMINAL_STATUSES:
             raise InvalidTransitionError(workflow_id, workflow.status, action)
         rotate_claim(
@@ -146,8 +151,15 @@ def _terminal_transition(
 
 
 def workflow_cancel(
-    workflow_id: str, *, actor: str | None = None, reason: str = "", clock: Clock | None = None
+    workflow_id: str,
+    *,
+    actor: str | None = None,
+    reason: str = "",
+    clock: Clock | None = None,
+    expected_epoch: int | None = None,
 ) -> Workflow:
+    """Cancel; with ``expected_epoch`` (0: no claim row yet) a compare-and-swap on the epoch
+    the operator saw: StaleEpochError if the claim has moved since."""
     return _terminal_transition(
         workflow_id,
         status=WorkflowStatus.CANCELLED,
@@ -155,6 +167,7 @@ def workflow_cancel(
         actor=actor,
         reason=reason,
         clock=clock,
+        expected_epoch=expected_epoch,
     )
 
 
@@ -191,7 +204,7 @@ def workflow_purge(
     workflow_id = check_workflow_id(workflow_id)
     now = _now(clock)
     with transaction.atomic():
-        workflow = _lock_claim_then_workflow(workflow_id)
+        workflow, _ = _lock_claim_then_workflow(workflow_id)
         rotate_claim(
             _store, workflow_id, clock=lambda: now, kind="rotated", actor=actor, reason=reason
         )

@@ -57,9 +57,13 @@ def workflow_cancel(
     request: HttpRequest, workflow_id: str, payload: WorkflowCancelIn | None = None
 ) -> WorkflowCancelOut:
     """Cancel a workflow that has not ended; its claim moves to the next epoch with no holder,
-    so its engine is deposed on its next write. A finished workflow answers 409."""
+    so its engine is deposed on its next write. A finished workflow answers 409; with
+    `expected_epoch`, so does a claim that has moved (the body carries the fresh claim)."""
     actor = check_write(request, "claims.cancel_workflow")
     reason = "" if payload is None else payload.reason.strip()
-    workflow = services.workflow_cancel(workflow_id, actor=actor, reason=reason)
+    expected = None if payload is None else payload.expected_epoch
+    workflow = services.workflow_cancel(
+        workflow_id, actor=actor, reason=reason, expected_epoch=expected
+    )
     snapshot = claim_snapshot(workflow.workflow_id, now_ms=fleet_clock()(), timing=claim_timing())
     return WorkflowCancelOut(workflow=WorkflowOut.of(workflow), claim=ClaimStateOut.of(snapshot))

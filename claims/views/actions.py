@@ -90,7 +90,8 @@ def _context(
         "workflow_id": workflow_id,
         "workflow": workflow,
         "claim": claim,
-        "expected_epoch": None if claim is None else claim.epoch,
+        # What the operator sees, and the form sends back; 0: never claimed (cancel only).
+        "expected_epoch": (0 if action == "cancel" else None) if claim is None else claim.epoch,
         "now": now,
         "timing": timing,
         "refusal": refusal,
@@ -134,10 +135,12 @@ def _perform(
         reason = _reason(values["reason"])
     except BadInput as error:
         errors["reason"] = str(error)
-    expected = None
-    if action != "cancel":
-        # A malformed epoch is not a form slip but a bad request: nothing to re-offer.
-        expected = positive_int(post.get("expected_epoch", ""), what="expected_epoch")
+    # A malformed epoch is not a form slip but a bad request: nothing to re-offer.
+    raw_epoch = post.get("expected_epoch", "")
+    if action == "cancel" and raw_epoch.strip() == "0":
+        expected: int | None = 0  # the workflow had no claim when the operator saw it
+    else:
+        expected = positive_int(raw_epoch, what="expected_epoch")
     target = ""
     if action == "takeover":
         try:
@@ -173,7 +176,7 @@ def _perform(
             )
             message = f"Taken over: epoch {expected} → {epoch}; engine {target} adopts it"
         else:
-            workflow_cancel(workflow_id, actor=actor, reason=reason)
+            workflow_cancel(workflow_id, actor=actor, reason=reason, expected_epoch=expected)
             message = "Cancelled; its claim moved to the next epoch"
     except (StaleEpochError, InvalidTransitionError) as error:
         fresh = _context(request, action, workflow_id, values=values)
@@ -197,13 +200,8 @@ def _action(request: HtmxHttpRequest, action: str, workflow_id: str) -> HttpResp
         context = _context(request, action, workflow_id)
         if request.method == "GET":
             seen = optional_positive_int(request.GET, "epoch", what="epoch")
-            claim = context["claim"]
-            if (
-                action != "cancel"
-                and seen is not None
-                and claim is not None
-                and seen != claim.epoch
-            ):
+            current = context["expected_epoch"]
+            if seen is not None and current is not None and seen != current:
                 context.update(stale=True, seen_epoch=seen)
                 return _form(request, context, status=409)
             return _form(request, context)

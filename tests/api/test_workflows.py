@@ -144,3 +144,18 @@ def test_cancel_reason_has_a_limit(operator_client):
 
     assert response.status_code == 422
     assert Workflow.objects.get().status == "running"
+
+
+def test_cancel_with_the_epoch_seen_is_a_compare_and_swap(operator_client):
+    """expected_epoch that moved: 409 with the fresh claim, and nothing cancelled."""
+    make_workflow("wf-1")
+    make_claim("wf-1", epoch=6, engine="e-1")
+    seen = 5
+
+    stale = post(operator_client, wf_url("wf-1", "/cancel"), {"expected_epoch": seen})
+    current = post(operator_client, wf_url("wf-1", "/cancel"), {"expected_epoch": seen + 1})
+
+    assert stale.status_code == 409
+    assert stale.json()["current"]["epoch"] == seen + 1
+    assert current.status_code == 200
+    assert Workflow.objects.get(workflow_id="wf-1").status == "cancelled"

@@ -240,7 +240,9 @@ def test_bad_workflow_id_on_the_detail_page_is_a_400(operator_client):
 
 def test_cancel_rotates_the_epoch_and_records_the_actor(operator_client):
     """Cancel: status cancelled, claim at the next epoch with no holder, a rotated event."""
-    response = operator_client.post("/cancel/wf-1", {"reason": "customer asked"})
+    response = operator_client.post(
+        "/cancel/wf-1", {"reason": "customer asked", "expected_epoch": "41"}
+    )
 
     assert response.status_code == 303
     assert Workflow.objects.get(workflow_id="wf-1").status == "cancelled"
@@ -249,11 +251,34 @@ def test_cancel_rotates_the_epoch_and_records_the_actor(operator_client):
     assert (event.actor, event.reason) == ("alice", "customer asked")
 
 
+def test_cancel_on_an_epoch_that_moved_is_a_409_with_the_fresh_state(operator_client):
+    """The operator saw epoch 40; it is 41 now: nothing is cancelled."""
+    response = operator_client.post("/cancel/wf-1", {"reason": "x", "expected_epoch": "40"})
+
+    assert response.status_code == 409
+    assert Workflow.objects.get(workflow_id="wf-1").status == "running"
+    assert claim().epoch == 41
+    assert 'name="expected_epoch" value="41"' in response.content.decode()
+
+
+def test_the_cancel_form_carries_the_epoch_on_show(operator_client):
+    page = operator_client.get("/cancel/wf-1").content.decode()
+
+    assert 'name="expected_epoch" value="41"' in page
+
+
+def test_cancel_without_the_epoch_seen_is_a_400(operator_client):
+    response = operator_client.post("/cancel/wf-1", {"reason": "x"})
+
+    assert response.status_code == 400
+    assert Workflow.objects.get(workflow_id="wf-1").status == "running"
+
+
 def test_cancel_of_a_finished_workflow_is_a_409(operator_client):
     """A workflow that already ended cannot be cancelled; the page says why."""
     Workflow.objects.filter(workflow_id="wf-1").update(status="completed")
 
-    response = operator_client.post("/cancel/wf-1", {"reason": "x"})
+    response = operator_client.post("/cancel/wf-1", {"reason": "x", "expected_epoch": "41"})
 
     assert response.status_code == 409
     assert "the workflow is already completed" in response.content.decode()

@@ -9,6 +9,7 @@ from ninja import Field, Schema
 from pydantic import field_validator
 
 from claims.models import ClaimEvent, Workflow
+from claims.protocol.constants import MAX_SAFE_INTEGER
 from claims.protocol.ids import check_workflow_id
 from claims.runtime.types import WORKFLOW_TYPE_MAX_LENGTH
 from claims.selectors.ownership import Ownership
@@ -53,6 +54,8 @@ class WorkflowStartIn(Schema):
 
 class WorkflowCancelIn(Schema):
     reason: str = Field("", max_length=2000)
+    # The epoch the caller saw (0: no claim yet); when given, a moved claim answers 409.
+    expected_epoch: int | None = Field(None, ge=0, le=MAX_SAFE_INTEGER)
 
 
 class WorkflowCancelOut(Schema):
