@@ -136,9 +136,9 @@ def test_read_only_refuses_with_the_reason(operator_client, settings):
 
     response = operator_client.post(SCHEDULE, {"run_at": ""})
 
-    assert "The backfill was not scheduled: weftboard is in read-only mode: incident 4711" in (
-        response.text
-    )
+    # Every admin write meets the read-only switch before the view (weftboard.readonly).
+    assert response.status_code == 403
+    assert "weftboard is in read-only mode: incident 4711" in response.text
     assert not BackfillJob.objects.exists()
     assert "incident 4711" in operator_client.get(CHANGELIST).text
 
@@ -245,11 +245,10 @@ def test_the_cancel_action_under_read_only_says_why(operator_client, settings):
     settings.WEFTBOARD_READ_ONLY = "incident 4711"
 
     response = operator_client.post(
-        CHANGELIST, {"action": "cancel_backfills", "_selected_action": [active.pk]}, follow=True
+        CHANGELIST, {"action": "cancel_backfills", "_selected_action": [active.pk]}
     )
 
-    assert messages_of(response) == [
-        "Nothing was cancelled: weftboard is in read-only mode: incident 4711"
-    ]
+    assert response.status_code == 403
+    assert "weftboard is in read-only mode: incident 4711" in response.text
     active.refresh_from_db()
     assert active.status == "running"
