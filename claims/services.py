@@ -28,6 +28,7 @@ from claims.protocol.errors import (
 )
 from claims.protocol.ids import check_workflow_id
 from claims.protocol.records import ClaimEventRecord, Holder
+from claims.protocol.text import check_json_text, check_reason
 from claims.store import OrmClaimStore
 
 _store = OrmClaimStore()
@@ -64,6 +65,7 @@ def workflow_start(
     workflow_id = check_workflow_id(workflow_id or str(uuid.uuid4()))
     if not workflow_type:
         raise ClaimConfigError("a workflow type is required")
+    check_json_text(input, what="a workflow's input")
     now = _now(clock)
     with transaction.atomic():
         if Workflow.objects.filter(workflow_id=workflow_id).exists():
@@ -132,6 +134,9 @@ def _terminal_transition(
     expected_epoch: int | None = None,
 ) -> Workflow:
     workflow_id = check_workflow_id(workflow_id)
+    # An operator (an actor) owes the audit log a reason; a program ending its own
+    # workflow does not, but what it gives follows the same rule.
+    reason = check_reason(reason or "", required=actor is not None)
     now = _now(clock)
     with transaction.atomic():
         workflow, epoch = _lock_claim_then_workflow(workflow_id)
@@ -213,10 +218,8 @@ def workflow_purge(
 
 
 def _required_reason(reason: str) -> str:
-    reason = (reason or "").strip()
-    if not reason:
-        raise ClaimConfigError("a reason is required for an operator action on a claim")
-    return reason
+    """The one operator-reason rule (claims.protocol.text), for every interface."""
+    return check_reason(reason or "")
 
 
 def claim_force_release(

@@ -61,6 +61,10 @@ class StaleEpochError(ClaimError):
         self.current_epoch = current_epoch
 
 
+class InvalidInputError(ClaimConfigError):
+    """Operator text or an identifier that breaks the one input rule (claims.protocol.text)."""
+
+
 class InvalidWorkflowIdError(ClaimError, ValueError):
     """A workflow id that is empty, longer than 255 characters or holds control characters."""
 

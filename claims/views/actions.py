@@ -7,7 +7,6 @@ when it moved, the answer is 409 with the fresh state and a new form in place of
 
 from __future__ import annotations
 
-import unicodedata
 from typing import Any
 
 from django.contrib import messages
@@ -31,10 +30,10 @@ from weftboard.http import HtmxHttpRequest
 
 from .errors import BadInput, NotFound, Refused, error_response
 from .inputs import (
-    REASON_MAX_LENGTH,
     engine_id_param,
     optional_positive_int,
     positive_int,
+    reason_param,
     workflow_id_param,
 )
 from .pages import fleet_now, operator_page
@@ -43,20 +42,6 @@ from .permissions import CANCEL_WORKFLOW, FORCE_CLAIM, action_refusal
 ACTION_TARGET = "#action-panel"
 TEMPLATE = "claims/action.html"
 TITLES = {"release": "Force release", "takeover": "Force takeover", "cancel": "Cancel workflow"}
-REASON_CONTROLS_ALLOWED = {"\n", "\r", "\t"}
-
-
-def _reason(value: str) -> str:
-    reason = value.strip()
-    if not reason:
-        raise BadInput("a reason is required: it goes into the audit log with your name")
-    if len(reason) > REASON_MAX_LENGTH:
-        raise BadInput(f"the reason must be at most {REASON_MAX_LENGTH} characters")
-    if any(
-        unicodedata.category(c).startswith("C") and c not in REASON_CONTROLS_ALLOWED for c in reason
-    ):
-        raise BadInput("the reason must not contain control characters")
-    return reason
 
 
 def _context(
@@ -132,7 +117,7 @@ def _perform(
     context["values"] = values
     errors: dict[str, str] = {}
     try:
-        reason = _reason(values["reason"])
+        reason = reason_param(values["reason"])
     except BadInput as error:
         errors["reason"] = str(error)
     # A malformed epoch is not a form slip but a bad request: nothing to re-offer.

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import unicodedata
 from collections.abc import Iterable
 from datetime import UTC, datetime
 
@@ -10,22 +9,29 @@ from django.http import QueryDict
 
 from claims.models import ENGINE_ID_MAX_LENGTH, WORKFLOW_ID_MAX_LENGTH
 from claims.protocol.constants import MAX_SAFE_INTEGER
-from claims.protocol.errors import InvalidWorkflowIdError
+from claims.protocol.errors import InvalidInputError, InvalidWorkflowIdError
 from claims.protocol.ids import check_workflow_id
+from claims.protocol.text import check_identifier, check_reason
 
 from .errors import BadInput
 
 TEXT_MAX_LENGTH = 255
-REASON_MAX_LENGTH = 2_000
 
 
 def checked_text(value: str, *, what: str, max_length: int = TEXT_MAX_LENGTH) -> str:
-    """Text that fits its column and holds no control characters."""
-    if len(value) > max_length:
-        raise BadInput(f"{what} must be at most {max_length} characters; got {len(value)}")
-    if any(unicodedata.category(char).startswith("C") for char in value):
-        raise BadInput(f"{what} must not contain control characters")
-    return value
+    """Text that fits its column and holds no control characters (the shared rule)."""
+    try:
+        return check_identifier(value, what=what, max_length=max_length)
+    except InvalidInputError as error:
+        raise BadInput(str(error)) from error
+
+
+def reason_param(value: str) -> str:
+    """An operator's reason, by the shared rule (claims.protocol.text)."""
+    try:
+        return check_reason(value)
+    except InvalidInputError as error:
+        raise BadInput(str(error)) from error
 
 
 def workflow_id_param(value: str) -> str:

@@ -272,7 +272,7 @@ def test_writes_beyond_the_rate_get_429(operator_client):
     """The third write in a minute at 2/min answers 429 with Retry-After; reads stay open."""
     path = wf_url("missing", "/cancel")
 
-    responses = [post(operator_client, path) for _ in range(3)]
+    responses = [post(operator_client, path, {"reason": "r"}) for _ in range(3)]
 
     assert [r.status_code for r in responses] == [404, 404, 429]
     assert responses[-1].json() == {"detail": "Too many requests."}
@@ -286,10 +286,11 @@ def test_the_write_rate_is_counted_per_user(operator_client, django_user_model):
     other = django_user_model.objects.create_user("other")
     other_client = Client()
     other_client.force_login(other)
-    assert post(operator_client, wf_url("missing", "/cancel")).status_code == 404
+    cancel = wf_url("missing", "/cancel")
+    assert post(operator_client, cancel, {"reason": "r"}).status_code == 404
 
-    assert post(other_client, wf_url("missing", "/cancel")).status_code == 403
-    assert post(operator_client, wf_url("missing", "/cancel")).status_code == 429
+    assert post(other_client, cancel, {"reason": "r"}).status_code == 403
+    assert post(operator_client, cancel, {"reason": "r"}).status_code == 429
 
 
 def test_docs_need_a_login(client, viewer_client):

@@ -101,14 +101,20 @@ def test_cancel_ends_the_workflow_and_rotates_its_claim(operator_client):
     assert (event.kind, event.actor, event.reason) == ("rotated", "operator", "customer asked")
 
 
-def test_cancel_without_a_body_is_fine(operator_client):
-    """The reason is optional; an empty POST cancels."""
+@pytest.mark.parametrize("body", [None, {}, {"reason": "   "}])
+def test_cancel_needs_a_reason_as_every_operator_action_does(operator_client, body):
+    """The same rule as the pages': the reason goes into the audit log with the actor."""
     make_workflow("wf-1")
 
-    response = operator_client.post(wf_url("wf-1", "/cancel"), "", content_type="application/json")
+    if body is None:
+        response = operator_client.post(
+            wf_url("wf-1", "/cancel"), "", content_type="application/json"
+        )
+    else:
+        response = post(operator_client, wf_url("wf-1", "/cancel"), body)
 
-    assert response.status_code == 200, response.content
-    assert Workflow.objects.get().status == "cancelled"
+    assert response.status_code == 422, response.content
+    assert Workflow.objects.get().status == "running"
 
 
 def test_cancel_of_a_finished_workflow_gets_409(operator_client):
@@ -116,7 +122,7 @@ def test_cancel_of_a_finished_workflow_gets_409(operator_client):
     make_workflow("wf-1", status=WorkflowStatus.COMPLETED)
     make_claim("wf-1", epoch=5, engine=None)
 
-    response = post(operator_client, wf_url("wf-1", "/cancel"))
+    response = post(operator_client, wf_url("wf-1", "/cancel"), {"reason": "r"})
 
     assert response.status_code == 409
     assert response.json() == {"detail": "cannot cancel workflow 'wf-1': it is completed"}
@@ -125,7 +131,7 @@ def test_cancel_of_a_finished_workflow_gets_409(operator_client):
 
 def test_cancel_of_an_unknown_workflow_gets_404(operator_client):
     """Cancelling an id with no workflow answers 404."""
-    response = post(operator_client, wf_url("nope", "/cancel"))
+    response = post(operator_client, wf_url("nope", "/cancel"), {"reason": "r"})
 
     assert response.status_code == 404
 
@@ -133,7 +139,7 @@ def test_cancel_of_an_unknown_workflow_gets_404(operator_client):
 @pytest.mark.parametrize("workflow_id", ["x" * 256, "a\x01b"])
 def test_cancel_of_a_bad_id_gets_422(operator_client, workflow_id):
     """A malformed id is refused with 422."""
-    assert post(operator_client, wf_url(workflow_id, "/cancel")).status_code == 422
+    assert post(operator_client, wf_url(workflow_id, "/cancel"), {"reason": "r"}).status_code == 422
 
 
 def test_cancel_reason_has_a_limit(operator_client):
@@ -152,8 +158,9 @@ def test_cancel_with_the_epoch_seen_is_a_compare_and_swap(operator_client):
     make_claim("wf-1", epoch=6, engine="e-1")
     seen = 5
 
-    stale = post(operator_client, wf_url("wf-1", "/cancel"), {"expected_epoch": seen})
-    current = post(operator_client, wf_url("wf-1", "/cancel"), {"expected_epoch": seen + 1})
+    cancel = wf_url("wf-1", "/cancel")
+    stale = post(operator_client, cancel, {"expected_epoch": seen, "reason": "r"})
+    current = post(operator_client, cancel, {"expected_epoch": seen + 1, "reason": "r"})
 
     assert stale.status_code == 409
     assert stale.json()["current"]["epoch"] == seen + 1

@@ -12,7 +12,7 @@ from claims.protocol.states import ClaimState
 from claims.selectors import ClaimView
 from claims.selectors.ownership import ClaimSnapshot, ExpiryJudgement
 
-from .common import EngineId, Epoch, Reason, required_reason, utc
+from .common import EngineId, Epoch, Reason, checked_identifier, required_reason, utc
 
 
 class ClaimFilterIn(Schema):
@@ -21,6 +21,8 @@ class ClaimFilterIn(Schema):
     prefix: str | None = Field(None, max_length=WORKFLOW_ID_MAX_LENGTH)
     cursor: str | None = Field(None, max_length=WORKFLOW_ID_MAX_LENGTH)
     limit: int = Field(50, ge=1, le=200)
+
+    _ids = field_validator("engine", "prefix", "cursor")(checked_identifier)
 
 
 class ClaimOut(Schema):
@@ -130,6 +132,7 @@ class TakeoverIn(Schema):
     reason: Reason
 
     _reason = field_validator("reason")(required_reason)
+    _target = field_validator("target_engine_id")(checked_identifier)
 
 
 class ForcedActionOut(Schema):

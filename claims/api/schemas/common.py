@@ -10,10 +10,11 @@ from datetime import UTC, datetime, timedelta
 from typing import Annotated, Any
 
 from ninja import Field, Schema
-from pydantic import StrictInt
+from pydantic import StrictInt, ValidationInfo
 
 from claims.models import ENGINE_ID_MAX_LENGTH
 from claims.protocol.constants import MAX_SAFE_INTEGER
+from claims.protocol.text import check_identifier, check_reason
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
@@ -34,10 +35,16 @@ def utc(ms: int | None) -> datetime | None:
 
 
 def required_reason(value: str) -> str:
-    value = value.strip()
-    if not value:
-        raise ValueError("a reason is required")
-    return value
+    """The one operator-reason rule (claims.protocol.text); its error is a 422 here."""
+    return check_reason(value)
+
+
+def checked_identifier(value: str | None, info: ValidationInfo) -> str | None:
+    """The shared rule for ids and filter values (claims.protocol.text); the field's own
+    ``max_length`` has bounded it already."""
+    if value is None:
+        return None
+    return check_identifier(value, what=str(info.field_name), max_length=len(value))
 
 
 class ErrorOut(Schema):

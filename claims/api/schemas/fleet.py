@@ -6,11 +6,12 @@ from datetime import datetime
 from typing import Any
 
 from ninja import Field, Schema
+from pydantic import field_validator
 
 from claims.models import ENGINE_ID_MAX_LENGTH, Engine, PendingRedrive, ReclaimCursor
 from claims.protocol.constants import MAX_SAFE_INTEGER
 
-from .common import utc
+from .common import checked_identifier, utc
 
 
 class RedriveOut(Schema):
@@ -115,6 +116,8 @@ class RedriveFilterIn(Schema):
     engine: str | None = Field(None, max_length=ENGINE_ID_MAX_LENGTH)
     cursor: int | None = Field(None, ge=0, le=MAX_SAFE_INTEGER)
     limit: int = Field(50, ge=1, le=200)
+
+    _engine = field_validator("engine")(checked_identifier)
 
 
 class RedrivePageOut(Schema):

@@ -11,11 +11,12 @@ from pydantic import field_validator
 from claims.models import ClaimEvent, Workflow
 from claims.protocol.constants import MAX_SAFE_INTEGER
 from claims.protocol.ids import check_workflow_id
+from claims.protocol.text import check_json_text
 from claims.runtime.types import WORKFLOW_TYPE_MAX_LENGTH
 from claims.selectors.ownership import Ownership
 
 from .claims import ClaimStateOut
-from .common import utc
+from .common import Reason, required_reason, utc
 from .fleet import RedriveOut
 
 
@@ -51,11 +52,18 @@ class WorkflowStartIn(Schema):
     def _valid_id(cls, value: str | None) -> str | None:
         return None if value is None else check_workflow_id(value)
 
+    @field_validator("input")
+    @classmethod
+    def _storable_input(cls, value: Any) -> Any:
+        return check_json_text(value, what="input")
+
 
 class WorkflowCancelIn(Schema):
-    reason: str = Field("", max_length=2000)
+    reason: Reason
     # The epoch the caller saw (0: no claim yet); when given, a moved claim answers 409.
     expected_epoch: int | None = Field(None, ge=0, le=MAX_SAFE_INTEGER)
+
+    _reason = field_validator("reason")(required_reason)
 
 
 class WorkflowCancelOut(Schema):
