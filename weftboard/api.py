@@ -4,16 +4,19 @@
 token, missing permission, failed CSRF · 404 unknown workflow or job · 409 stale epoch
 (with the fresh claim), finished workflow, id in use, active backfill · 422 bad input,
 including an unknown workflow type and a target engine that is unknown or not active
-· 429 too many writes.
+· 429 too many writes · 503 the database did not answer (a write's outcome is then
+unknown: read the state again before repeating it).
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from typing import Any
 
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ObjectDoesNotExist, PermissionDenied
+from django.db import InterfaceError, OperationalError
 from django.http import HttpRequest, HttpResponse
 from ninja import NinjaAPI
 from ninja.errors import AuthenticationError, HttpError
@@ -41,6 +44,8 @@ from claims.protocol.errors import (
 from claims.runtime.errors import UnknownWorkflowTypeError
 from claims.selectors.ownership import claim_snapshot
 from claims.tokens import api_token_authenticate
+
+logger = logging.getLogger("weftboard.api")
 
 
 class BearerTokenAuth(HttpBearer):
@@ -110,6 +115,22 @@ def _not_found(request: HttpRequest, exc: Any) -> HttpResponse:
     return api.create_response(request, {"detail": detail}, status=404)
 
 
+def _database_unavailable(request: HttpRequest, exc: Any) -> HttpResponse:
+    # The session died mid-request (a failover, a dropped connection): a COMMIT may have
+    # landed with its answer lost, so the client must look before it leaps again.
+    logger.warning("API request %s %s: database error", request.method, request.path, exc_info=exc)
+    response = api.create_response(
+        request,
+        {
+            "detail": "the database did not answer; a write may or may not have been made,"
+            " so read the current state before repeating it"
+        },
+        status=503,
+    )
+    response["Retry-After"] = "1"
+    return response
+
+
 def _answer(status: int) -> Callable[[HttpRequest, Any], HttpResponse]:
     def handler(request: HttpRequest, exc: Any) -> HttpResponse:
         return api.create_response(request, {"detail": str(exc)}, status=status)
@@ -136,3 +157,5 @@ for error, status in ERROR_STATUS.items():
 api.add_exception_handler(StaleEpochError, _stale_epoch)
 api.add_exception_handler(WorkflowNotFoundError, _not_found)
 api.add_exception_handler(ObjectDoesNotExist, _not_found)
+api.add_exception_handler(OperationalError, _database_unavailable)
+api.add_exception_handler(InterfaceError, _database_unavailable)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 
@@ -13,6 +14,8 @@ from ninja.throttling import BaseThrottle
 
 from claims.conf import read_only_reason
 from claims.models import ApiToken, ApiTokenScope
+
+logger = logging.getLogger("weftboard.api")
 
 DEFAULT_WRITE_RATE = "60/min"
 ACTOR_MAX_LENGTH = 150  # ClaimEvent.actor
@@ -82,16 +85,25 @@ class WriteRateThrottle(BaseThrottle):
         )
         now = time.time()
         key = f"weftboard:api-write:{who}:{int(now // seconds)}"
-        if cache.add(key, 1, timeout=seconds + 1):
+        try:
+            used = self._count(key, seconds)
+        except Exception:
+            # The limit guards against a runaway script, not against the operator who
+            # must release a claim while the cache (Redis) restarts: count nothing then.
+            logger.warning("API write limit not counted: the cache did not answer", exc_info=True)
             used = 1
-        else:
-            try:
-                used = cache.incr(key)
-            except ValueError:  # expired between add and incr: a new window
-                cache.add(key, 1, timeout=seconds + 1)
-                used = 1
         self._local.wait = seconds - now % seconds if used > limit else None
         return used <= limit
+
+    @staticmethod
+    def _count(key: str, seconds: int) -> int:
+        if cache.add(key, 1, timeout=seconds + 1):
+            return 1
+        try:
+            return int(cache.incr(key))
+        except ValueError:  # expired between add and incr: a new window
+            cache.add(key, 1, timeout=seconds + 1)
+            return 1
 
     def wait(self) -> float | None:
         return getattr(self._local, "wait", None)

@@ -3,6 +3,11 @@
 Each sub-pass (renew, reclaim, wake) runs on its own thread and is
 single-flight: a tick only wakes the threads, so a hung reclaim never delays
 renewal. Drives run on a separate pool so a long workflow never blocks a pass.
+
+Ticks come from beat through the broker. When none has come for
+SELF_TICK_AFTER renew intervals (the broker restarting, beat down), the passes
+run on the engine's own timer until ticks return: a broker outage must not let
+every engine's claims lapse at once, nor leave parked workflows undriven.
 """
 
 from __future__ import annotations
@@ -39,6 +44,10 @@ logger = logging.getLogger("weftboard.claims")
 PASS_NAMES = ("renew", "reclaim", "wake")
 DRIVE_POOL_SIZE = 8
 RECLAIM_POOL_SIZE = 16
+# Beat's ticks are one renew interval apart: one lost or late tick is weather, two are an
+# outage. A claim is renewed at most two intervals after the last renewal, well inside
+# its TTL (at least three intervals: ClaimTiming refuses less).
+SELF_TICK_AFTER = 2.0
 
 
 def _closing_connections(fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -94,6 +103,8 @@ class LocalEngine:
         self._disposing = threading.Event()
         self._stopped = threading.Event()
         self._wakeups = {name: threading.Event() for name in PASS_NAMES}
+        self._self_ticking = False
+        self.self_ticks = 0
         self._threads: list[threading.Thread] = []
         self._drives = ThreadPoolExecutor(DRIVE_POOL_SIZE, thread_name_prefix="drive")
         self._reclaim_pool = ThreadPoolExecutor(RECLAIM_POOL_SIZE, thread_name_prefix="reclaim")
@@ -118,6 +129,27 @@ class LocalEngine:
         """A tick: wake every sub-pass that is not already running."""
         for event in self._wakeups.values():
             event.set()
+
+    def _await_tick(self, name: str) -> None:
+        """Wait for beat's tick; without one for SELF_TICK_AFTER intervals, tick ourselves.
+        The renew thread speaks for the engine in the log, once per outage."""
+        woken = self._wakeups[name].wait(SELF_TICK_AFTER * self.timing.renew_interval_ms / 1000)
+        self._wakeups[name].clear()
+        if name != "renew" or self._stopped.is_set():
+            return
+        if not woken:
+            self.self_ticks += 1
+            if not self._self_ticking:
+                self._self_ticking = True
+                logger.warning(
+                    "engine %s: no tick from beat for %.1f s; running its passes on its"
+                    " own timer until ticks return (is the broker or beat down?)",
+                    self.engine_id,
+                    SELF_TICK_AFTER * self.timing.renew_interval_ms / 1000,
+                )
+        elif self._self_ticking:
+            self._self_ticking = False
+            logger.info("engine %s: ticks from beat are back", self.engine_id)
 
     def is_disposing(self) -> bool:
         return self._disposing.is_set()
@@ -179,10 +211,8 @@ class LocalEngine:
 
     def _pass_loop(self, name: str) -> None:
         run = {"renew": self.run_renew, "reclaim": self.run_reclaim, "wake": self.run_wake}[name]
-        wakeup = self._wakeups[name]
         while not self._stopped.is_set():
-            wakeup.wait()
-            wakeup.clear()
+            self._await_tick(name)
             if name == "reclaim":
                 # Every engine renews on the same ticks, so a dead engine's claims lapse
                 # just after a tick; reclaiming half an interval later takes them over
@@ -204,7 +234,11 @@ class LocalEngine:
 
     def run_renew(self) -> dict[str, Any]:
         result = run_renew_pass(self.registry, self.metrics)
-        return {"renewed": result.renewed_count, "failed": result.failed_count}
+        return {
+            "renewed": result.renewed_count,
+            "failed": result.failed_count,
+            "self_ticks": self.self_ticks,
+        }
 
     def run_reclaim(self) -> dict[str, Any]:
         result = run_reclaim_pass(self.target, executor=_HealthyConnections(self._reclaim_pool))
