@@ -22,6 +22,8 @@ TTL_S = 30.0
 RENEW_INTERVAL_S = 5.0
 TAKEOVER_BOUND_S = TTL_S + 3 * RENEW_INTERVAL_S
 REPLACED_WITHIN_S = 60.0
+# A pass flushes its counters when it ends: two renew intervals cover a pass that runs long.
+COUNTER_FLUSH_WITHIN_S = 2 * RENEW_INTERVAL_S
 ENGINES = 3
 TAKEOVER_COUNTER = "weft_workflow_claim_attempts_total{outcome=takeover}"
 # supervisord says STARTING for a minute after a start (startsecs), then RUNNING.
@@ -228,6 +230,15 @@ class Soak:
                 self._scrape()
                 kill.takeovers_after = self._takeovers()
                 self.log(f"{kill.program}'s {len(kill.held)} claims taken over after {since:.1f}s")
+        elif (
+            kill.cleared_after_s is not None
+            and kill.takeovers_after <= kill.takeovers_before
+            and since - kill.cleared_after_s <= COUNTER_FLUSH_WITHIN_S
+        ):
+            # The new holder commits its takeovers, then flushes its counters at the end of
+            # that pass: the counter may move a moment after the claims did.
+            self._scrape()
+            kill.takeovers_after = self._takeovers()
         if not kill.shown_on_overview and kill.engine_id and self.browser is not None:
             # Its pass is late, then it is dead: either alert links the engine by its id.
             status, html = self.browser.get("/")

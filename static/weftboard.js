@@ -29,7 +29,7 @@
   function triggerFor() {
     var always = "refresh, claimChanged from:body";
     if (paused()) return always;
-    return "every " + interval() + "s [document.visibilityState === 'visible'], " + always;
+    return "every " + interval() + "s, " + always;
   }
   function applyTrigger(el) {
     var trigger = triggerFor();
@@ -53,6 +53,14 @@
     if (!source || !source.closest || !source.closest("form.filters") || event.detail.verb !== "get") return;
     var params = event.detail.parameters;
     Object.keys(params).forEach(function (key) { if (params[key] === "") delete params[key]; });
+  });
+  // A poll while the tab is hidden is skipped here (an htmx trigger filter would do it with
+  // eval, which the Content-Security-Policy forbids).
+  document.addEventListener("htmx:confirm", function (event) {
+    var el = event.detail.elt;
+    if (document.visibilityState !== "visible" && el && el.hasAttribute && el.hasAttribute("data-live")) {
+      event.preventDefault();
+    }
   });
   document.addEventListener("visibilitychange", function () {
     // Catch up at once when the tab comes back, instead of waiting a full interval.
@@ -200,6 +208,13 @@
     }
     document.querySelectorAll("[data-js-only]").forEach(function (el) { el.hidden = false; });
     document.addEventListener("click", function (event) {
+      // An action panel's Close button empties the panel it sits in.
+      var close = event.target.closest && event.target.closest("[data-close-panel]");
+      if (close) {
+        var panel = close.closest(".action-panel");
+        if (panel) panel.innerHTML = "";
+        return;
+      }
       var button = event.target.closest && event.target.closest("[data-copy]");
       if (button && navigator.clipboard) {
         navigator.clipboard.writeText(button.dataset.copy);

@@ -47,6 +47,9 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "django_prometheus",
     "django_htmx",
+    # Swagger UI's files from ninja's own static folder, not from a CDN.
+    "ninja",
+    "axes",
     "template_partials",
     "claims.apps.ClaimsConfig",
 ]
@@ -59,12 +62,16 @@ MIDDLEWARE = [
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
+    "weftboard.nul_guard.NulGuardMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "weftboard.readonly.ReadOnlyAdminMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "csp.middleware.CSPMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    # Turns a locked-out sign-in into the lockout page; django-axes wants it last.
+    "axes.middleware.AxesMiddleware",
     "django_prometheus.middleware.PrometheusAfterMiddleware",
 ]
 
@@ -133,6 +140,11 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
     {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
 ]
+# django-axes first: it refuses a locked-out user and address before any password is checked.
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
 LOGIN_URL = "/login/"
 LOGIN_REDIRECT_URL = "/"
 LOGOUT_REDIRECT_URL = "/login/"
@@ -177,6 +189,9 @@ LOGGING = {
     "loggers": {
         "weftboard.claims": {"handlers": ["console"], "level": "INFO", "propagate": False},
         "weftboard.broker": {"handlers": ["console"], "level": "INFO", "propagate": False},
+        "weftboard.api": {"handlers": ["console"], "level": "INFO", "propagate": False},
+        # Failed sign-ins and lockouts, with the user name and the address.
+        "axes": {"handlers": ["console"], "level": "WARNING", "propagate": False},
         # Django sends server errors only to e-mail when DEBUG is off; an operator needs the
         # traceback in the process's own log.
         "django.request": {"handlers": ["console"], "level": "ERROR", "propagate": False},
@@ -251,3 +266,71 @@ CELERY_TASK_IGNORE_RESULT = True
 CELERY_TIMEZONE = "UTC"
 # Demo only: new workflows per minute started by beat (the run script sets it).
 WEFTBOARD_DEMO_RATE = int(os.environ.get("WEFTBOARD_DEMO_RATE", "0") or 0)
+
+
+# -- behind a TLS proxy, and the browser's own defences ------------------------------------
+# Off by default so `./scripts/run` works on plain http://127.0.0.1; the README's production
+# environment turns them on, and `manage.py check --deploy` is then silent.
+WEFTBOARD_HTTPS = env_flag("WEFTBOARD_HTTPS")
+SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = WEFTBOARD_HTTPS
+SECURE_SSL_REDIRECT = WEFTBOARD_HTTPS
+# Prometheus and load balancers often reach a web process over plain HTTP from inside.
+SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^metrics$"]
+# The header a TLS proxy sets to say the browser used https, e.g. X-Forwarded-Proto. Set
+# it only behind a proxy that overwrites the header: a client could send it otherwise.
+_proxy_ssl_header = os.environ.get("WEFTBOARD_PROXY_SSL_HEADER", "").strip()
+SECURE_PROXY_SSL_HEADER = (
+    ("HTTP_" + _proxy_ssl_header.upper().replace("-", "_"), "https") if _proxy_ssl_header else None
+)
+# Origins of a proxy that serves the site under another name, e.g. https://ops.example.com.
+CSRF_TRUSTED_ORIGINS = env_list("WEFTBOARD_CSRF_TRUSTED_ORIGINS", default="")
+# HSTS tells browsers never to use plain http for this host again: off until set, since a
+# wrong value locks browsers out of http for as long as it says.
+SECURE_HSTS_SECONDS = int(os.environ.get("WEFTBOARD_HSTS_SECONDS", "0").strip() or 0)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env_flag("WEFTBOARD_HSTS_INCLUDE_SUBDOMAINS")
+SECURE_HSTS_PRELOAD = env_flag("WEFTBOARD_HSTS_PRELOAD")
+SECURE_REFERRER_POLICY = "same-origin"
+SECURE_CROSS_ORIGIN_OPENER_POLICY = "same-origin"
+X_FRAME_OPTIONS = "DENY"
+# An operator's session ends after a working day idle, not Django's two weeks.
+SESSION_COOKIE_AGE = 12 * 60 * 60
+SESSION_SAVE_EVERY_REQUEST = False
+
+# Scripts only from our own static files: no inline script, no eval (htmx runs with
+# allowEval off). Style attributes stay allowed for the bars' computed widths; style
+# elements do not.
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": ["'self'"],
+        "script-src": ["'self'"],
+        "style-src": ["'self'"],
+        "style-src-elem": ["'self'"],
+        "style-src-attr": ["'unsafe-inline'"],
+        # Swagger UI draws its logo from a data: URL; the favicon is an empty one.
+        "img-src": ["'self'", "data:"],
+        "connect-src": ["'self'"],
+        "font-src": ["'self'"],
+        "object-src": ["'none'"],
+        "base-uri": ["'self'"],
+        "form-action": ["'self'"],
+        "frame-ancestors": ["'none'"],
+    }
+}
+
+# -- sign-in: django-axes locks a user name at one address after repeated failures ----------
+AXES_FAILURE_LIMIT = int(os.environ.get("WEFTBOARD_LOGIN_FAILURE_LIMIT", "5").strip() or 5)
+# Hours; a lock lifts by itself after this long, or at once with `axes_reset_username`.
+AXES_COOLOFF_TIME = float(os.environ.get("WEFTBOARD_LOGIN_LOCKOUT_HOURS", "0.25").strip() or 0.25)
+# Per user name and address together: guessing from one address is stopped, and nobody can
+# lock an operator out from elsewhere by failing in their name.
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_RESET_ON_SUCCESS = True
+AXES_LOCKOUT_TEMPLATE = "registration/locked_out.html"
+# The client's address: REMOTE_ADDR, unless WEFTBOARD_TRUSTED_PROXY_COUNT proxies in front
+# each append to X-Forwarded-For (a header anyone can send, so never trusted by default).
+WEFTBOARD_TRUSTED_PROXY_COUNT = int(
+    os.environ.get("WEFTBOARD_TRUSTED_PROXY_COUNT", "0").strip() or 0
+)
+AXES_CLIENT_IP_CALLABLE = "weftboard.client_address.client_address"
+# Every failed sign-in is logged by axes at WARNING with its user name and address.
+AXES_VERBOSE = True

@@ -137,13 +137,23 @@ def context(chromium: Browser, live_server: Any) -> Iterator[BrowserContext]:
 
 @pytest.fixture
 def page(context: BrowserContext) -> Iterator[Page]:
-    """A tab that fails the test on any uncaught JavaScript error."""
+    """A tab that fails the test on any uncaught JavaScript error or any breach of the
+    Content-Security-Policy (an inline script, an eval, a style element, a CDN)."""
     tab = context.new_page()
     errors: list[str] = []
+    violations: list[str] = []
     tab.on("pageerror", lambda error: errors.append(str(error)))
+
+    def on_console(message: Any) -> None:
+        if "Content Security Policy" in message.text:
+            violations.append(message.text)
+
+    tab.on("console", on_console)
     yield tab
     if errors:
         pytest.fail(f"uncaught JavaScript error(s) on the page: {errors}")
+    if violations:
+        pytest.fail(f"Content-Security-Policy violation(s) on the page: {violations}")
 
 
 @pytest.fixture

@@ -244,10 +244,12 @@ def open_thread_connections() -> list[Any]:
     from django.db.backends.base.base import BaseDatabaseWrapper
 
     mine = connections["default"]
+    # type(), not isinstance(): isinstance() asks a lazy object (a spent request's CSP
+    # nonce, say) for its __class__, which evaluates it.
     return [
         wrapper
         for wrapper in gc.get_objects()
-        if isinstance(wrapper, BaseDatabaseWrapper)
+        if issubclass(type(wrapper), BaseDatabaseWrapper)
         and wrapper is not mine
         and wrapper.connection is not None
     ]

@@ -1,0 +1,53 @@
+"""A NUL byte, which PostgreSQL cannot store, never becomes a server error: the pages
+refuse it (400), the admin and the sign-in too (400, before any view), the API answers
+422 in JSON, and nothing is saved."""
+
+from __future__ import annotations
+
+import pytest
+from django.test import Client
+
+from claims.models import ApiToken
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def root(django_user_model) -> Client:
+    client = Client()
+    client.force_login(django_user_model.objects.create_superuser("root"))
+    return client
+
+
+@pytest.mark.parametrize(
+    ("path", "status"),
+    [
+        ("/claims/?prefix=%00", 400),
+        ("/audit/?actor=%00", 400),
+        ("/api/v1/claims?prefix=%00", 422),
+        ("/api/v1/redrives?cursor=%00", 422),
+        ("/admin/claims/apitoken/?q=%00", 400),
+        ("/admin/claims/workflow/?q=a%00b", 400),
+        # A list filter's lookup goes to the database as it is: a server error on PostgreSQL.
+        ("/admin/auth/user/?username__exact=%00", 400),
+    ],
+)
+def test_a_nul_in_a_query_is_refused(root, path, status):
+    assert root.get(path).status_code == status
+
+
+def test_a_nul_in_an_admin_form_is_refused_and_nothing_is_saved(root):
+    response = root.post("/admin/claims/apitoken/add/", {"name": "ci\x00", "scope": "read"})
+
+    assert response.status_code == 400
+    assert "NUL character" in response.content.decode()
+    assert not ApiToken.objects.exists()
+
+
+def test_a_nul_in_a_sign_in_is_refused(client):
+    assert client.post("/login/", {"username": "a\x00", "password": "x"}).status_code == 400
+
+
+def test_ordinary_text_passes(root):
+    assert root.get("/admin/auth/user/?username__exact=root").status_code == 200
+    assert root.get("/claims/?prefix=order-").status_code == 200

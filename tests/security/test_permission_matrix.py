@@ -1,0 +1,543 @@
+"""Every route x every role x read-only mode on and off → the status it must answer.
+
+One table: the pages, their fragments and actions, the CSV export, every API route, the
+OpenAPI page, /metrics, and each admin view of the models we register. A route the URL
+configuration serves that no row names fails the completeness test, so a new route
+cannot ship without its line here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+from axes.models import AccessAttempt
+from django.contrib import admin
+from django.contrib.auth.models import Group, Permission
+from django.core.cache import cache
+from django.test import Client
+from django.urls import URLPattern, URLResolver, get_resolver
+from django.utils import timezone
+
+from claims.clock import fleet_clock
+from claims.models import (
+    ApiToken,
+    BackfillJob,
+    ClaimEvent,
+    Engine,
+    EngineStatus,
+    Workflow,
+    WorkflowClaim,
+    WorkflowStatus,
+)
+from claims.tokens import api_token_mint
+
+pytestmark = pytest.mark.django_db
+
+ROLES = (
+    "anonymous",
+    "no-permission",
+    "operator",
+    "read-token",
+    "write-token",
+    "staff",
+    "superuser",
+)
+OPERATOR_PERMISSIONS = ("force_claim", "cancel_workflow", "add_workflow", "schedule_backfill")
+# Roles a page sees as signed out: pages take a session only, never a bearer token.
+NO_SESSION = {"anonymous", "read-token", "write-token"}
+STAFF = {"staff", "superuser"}
+READ_ONLY_REASON = "maintenance window"
+
+Expect = Callable[[str, bool], int]
+
+
+# -- expectations ----------------------------------------------------------------------------
+
+
+def anyone(status: int = 200) -> Expect:
+    return lambda role, read_only: status
+
+
+def page() -> Expect:
+    """A page or fragment: any session reads it; without one, the login page."""
+    return lambda role, read_only: 302 if role in NO_SESSION else 200
+
+
+def page_action_form() -> Expect:
+    """The action panel: shown to every session (disabled, with the reason, without the
+    permission or in read-only mode)."""
+    return page()
+
+
+def page_write(done: int = 200) -> Expect:
+    """An action posted from a page: the permission, and not in read-only mode."""
+
+    def expect(role: str, read_only: bool) -> int:
+        if role in NO_SESSION:
+            return 302
+        if role not in {"operator", "superuser"} or read_only:
+            return 403
+        return done
+
+    return expect
+
+
+def api_read() -> Expect:
+    return lambda role, read_only: 401 if role == "anonymous" else 200
+
+
+def api_write(done: int) -> Expect:
+    """A write: the permission (a token: its user's, and a read-write scope), and not in
+    read-only mode, which refuses before anything else is looked at."""
+
+    def expect(role: str, read_only: bool) -> int:
+        if role == "anonymous":
+            return 401
+        if read_only:
+            return 403
+        return done if role in {"operator", "write-token", "superuser"} else 403
+
+    return expect
+
+
+def docs() -> Expect:
+    return lambda role, read_only: 302 if role in NO_SESSION else 200
+
+
+def admin_view(superuser: int = 200, staff: int = 403) -> Expect:
+    """An admin GET: outsiders go to the admin's login; staff need the model permission."""
+
+    def expect(role: str, read_only: bool) -> int:
+        if role not in STAFF:
+            return 302
+        return superuser if role == "superuser" else staff
+
+    return expect
+
+
+def admin_post(superuser: int, staff: int = 403) -> Expect:
+    """An admin POST: in read-only mode refused to everyone, whoever they are."""
+
+    def expect(role: str, read_only: bool) -> int:
+        if read_only:
+            return 403
+        if role not in STAFF:
+            return 302
+        return superuser if role == "superuser" else staff
+
+    return expect
+
+
+# -- the table -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Case:
+    route: str  # the pattern as the URL configuration writes it
+    method: str
+    path: str
+    expect: Expect
+    data: dict[str, Any] | None = None
+    htmx: bool = False
+    label: str = ""
+
+    @property
+    def id(self) -> str:
+        return f"{self.method} {self.path}{' ' + self.label if self.label else ''}"
+
+
+WF = "wf-1"
+RELEASE = {"expected_epoch": 3, "reason": "matrix"}
+TAKEOVER = {"expected_epoch": 3, "target_engine_id": "e-2", "reason": "matrix"}
+
+CASES: list[Case] = [
+    # pages, a fragment of each live page, the actions, the CSV export
+    Case("", "GET", "/", page()),
+    # A fragment without a session answers HX-Redirect to the login page, counted as 302.
+    Case("", "GET", "/", page(), htmx=True, label="fragment"),
+    Case("claims/", "GET", "/claims/", page()),
+    Case("claims/", "GET", "/claims/?state=live", page(), htmx=True, label="fragment"),
+    Case("workflows/<path:workflow_id>/", "GET", f"/workflows/{WF}/", page()),
+    Case("release/<path:workflow_id>", "GET", f"/release/{WF}", page_action_form()),
+    # A posted form (not htmx) is answered with a redirect to the workflow page (303).
+    Case("release/<path:workflow_id>", "POST", f"/release/{WF}", page_write(303), data=RELEASE),
+    Case(
+        "release/<path:workflow_id>",
+        "POST",
+        f"/release/{WF}",
+        page_write(200),
+        data=RELEASE,
+        htmx=True,
+        label="htmx",
+    ),
+    Case("takeover/<path:workflow_id>", "GET", f"/takeover/{WF}", page_action_form()),
+    Case("takeover/<path:workflow_id>", "POST", f"/takeover/{WF}", page_write(303), data=TAKEOVER),
+    Case("cancel/<path:workflow_id>", "GET", f"/cancel/{WF}", page_action_form()),
+    Case("cancel/<path:workflow_id>", "POST", f"/cancel/{WF}", page_write(303), data=RELEASE),
+    Case("engines/", "GET", "/engines/", page()),
+    Case("engines/<path:engine_id>/", "GET", "/engines/e-1/", page()),
+    Case("reclaim/", "GET", "/reclaim/", page()),
+    Case("redrives/", "GET", "/redrives/", page()),
+    Case("backfills/", "GET", "/backfills/", page()),
+    Case("audit/", "GET", "/audit/", page()),
+    Case("audit/", "GET", "/audit/?format=csv", page(), label="csv"),
+    # outside the login
+    Case("login/", "GET", "/login/", lambda role, ro: 302 if role not in NO_SESSION else 200),
+    Case("logout/", "POST", "/logout/", anyone(302)),
+    Case("healthz", "GET", "/healthz", anyone()),
+    Case("metrics", "GET", "/metrics", anyone()),
+    # the JSON API
+    Case("api/v1/", "GET", "/api/v1/", anyone(404), label="no route at the root"),
+    Case("api/v1/docs", "GET", "/api/v1/docs", docs()),
+    Case("api/v1/openapi.json", "GET", "/api/v1/openapi.json", docs()),
+    Case("api/v1/claims", "GET", "/api/v1/claims", api_read()),
+    Case("api/v1/engines", "GET", "/api/v1/engines", api_read()),
+    Case("api/v1/redrives", "GET", "/api/v1/redrives", api_read()),
+    Case("api/v1/reclaim/cursor", "GET", "/api/v1/reclaim/cursor", api_read()),
+    Case(
+        "api/v1/workflows/<workflowid:workflow_id>/ownership",
+        "GET",
+        f"/api/v1/workflows/{WF}/ownership",
+        api_read(),
+    ),
+    Case(
+        "api/v1/workflows/<workflowid:workflow_id>/claim/release",
+        "POST",
+        f"/api/v1/workflows/{WF}/claim/release",
+        api_write(200),
+        data=RELEASE,
+    ),
+    Case(
+        "api/v1/workflows/<workflowid:workflow_id>/claim/takeover",
+        "POST",
+        f"/api/v1/workflows/{WF}/claim/takeover",
+        api_write(200),
+        data=TAKEOVER,
+    ),
+    Case(
+        "api/v1/workflows/<workflowid:workflow_id>/cancel",
+        "POST",
+        f"/api/v1/workflows/{WF}/cancel",
+        api_write(200),
+        data={"reason": "matrix"},
+    ),
+    Case(
+        "api/v1/workflows",
+        "POST",
+        "/api/v1/workflows",
+        api_write(201),
+        data={"workflow_id": "wf-new", "workflow_type": "order", "input": {"items": 1}},
+    ),
+    # One backfill is active (the scene's): a permitted create meets that, 409.
+    Case("api/v1/backfills", "POST", "/api/v1/backfills", api_write(409), data={}),
+    Case("api/v1/backfills/<job_id>", "GET", "/api/v1/backfills/{job}", api_read()),
+    Case(
+        "api/v1/backfills/<job_id>/cancel",
+        "POST",
+        "/api/v1/backfills/{job}/cancel",
+        api_write(200),
+        data={},
+    ),
+    # the admin's own pages
+    Case("admin/", "GET", "/admin/", admin_view(200, 200)),
+    # The form for whoever is not staff yet; staff are sent on to the admin.
+    Case("admin/login/", "GET", "/admin/login/", lambda role, ro: 302 if role in STAFF else 200),
+    Case("admin/logout/", "POST", "/admin/logout/", anyone(302)),
+    Case("admin/password_change/", "GET", "/admin/password_change/", admin_view(200, 200)),
+    Case(
+        "admin/password_change/done/", "GET", "/admin/password_change/done/", admin_view(200, 200)
+    ),
+    Case("admin/jsi18n/", "GET", "/admin/jsi18n/", admin_view(200, 200)),
+    Case("admin/autocomplete/", "GET", "/admin/autocomplete/", admin_view(403, 403)),
+    Case("admin/^(?P<app_label>auth|axes|claims)/$", "GET", "/admin/claims/", admin_view(200, 404)),
+    Case(
+        "admin/r/<path:content_type_id>/<path:object_id>/",
+        "GET",
+        "/admin/r/{workflow_type}/{workflow_pk}/",
+        admin_view(404, 404),
+    ),
+    Case("admin/(?P<url>.*)$", "GET", "/admin/nothing-here/", admin_view(404, 404)),
+    # backfills in the admin
+    Case(
+        "admin/claims/backfilljob/schedule/",
+        "GET",
+        "/admin/claims/backfilljob/schedule/",
+        admin_view(),
+    ),
+    Case(
+        "admin/claims/backfilljob/schedule/",
+        "POST",
+        "/admin/claims/backfilljob/schedule/",
+        admin_post(302),
+        data={"when": "now"},
+    ),
+    Case(
+        "admin/claims/backfilljob/<int:job_id>/cancel/",
+        "POST",
+        "/admin/claims/backfilljob/{job}/cancel/",
+        admin_post(302),
+    ),
+    Case(
+        "admin/claims/backfilljob/progress/",
+        "GET",
+        "/admin/claims/backfilljob/progress/?id={job}",
+        admin_view(),
+    ),
+    Case(
+        "admin/auth/user/<id>/password/",
+        "GET",
+        "/admin/auth/user/{victim}/password/",
+        admin_view(),
+    ),
+]
+
+# Each model the admin shows: what a superuser may do with it. Staff without the model's
+# permissions get 403 everywhere, outsiders the admin's login. A new model registered in
+# the admin fails the completeness test until it has a line here.
+READ_ONLY_ROWS = "read-only rows"  # view only: no add, change or delete, not even a superuser
+MANAGED = "managed"  # a superuser adds, changes and deletes
+DELETE_ONLY = "delete only"  # recorded by the system; a superuser may delete (unlock)
+ADMIN_MODELS: dict[str, tuple[str, str]] = {
+    # "app/model": (kind, the scene's object)
+    "claims/workflow": (READ_ONLY_ROWS, "workflow_pk"),
+    "claims/workflowvisibility": (READ_ONLY_ROWS, "visibility_pk"),
+    "claims/visibilitywatermark": (READ_ONLY_ROWS, "watermark_pk"),
+    "claims/workflowclaim": (READ_ONLY_ROWS, "claim_pk"),
+    "claims/ownershipmodemarker": (READ_ONLY_ROWS, "marker_pk"),
+    "claims/engine": (READ_ONLY_ROWS, "engine_pk"),
+    "claims/pendingredrive": (READ_ONLY_ROWS, "redrive_pk"),
+    "claims/claimcounter": (READ_ONLY_ROWS, "counter_pk"),
+    "claims/reclaimcursor": (READ_ONLY_ROWS, "cursor_pk"),
+    "claims/claimevent": (READ_ONLY_ROWS, "event_pk"),
+    "claims/backfilljob": (READ_ONLY_ROWS, "job"),
+    "claims/apitoken": (MANAGED, "token_pk"),
+    "auth/user": (MANAGED, "victim"),
+    "auth/group": (MANAGED, "group_pk"),
+    "axes/accessattempt": (DELETE_ONLY, "attempt_pk"),
+    "axes/accesslog": (DELETE_ONLY, "log_pk"),
+    "axes/accessfailurelog": (DELETE_ONLY, "failure_pk"),
+}
+
+
+def admin_model_cases(model: str, kind: str, obj: str) -> list[Case]:
+    base = f"admin/{model}/"
+    url = f"/admin/{model}/"
+    writable = kind == MANAGED
+    deletable = kind in {MANAGED, DELETE_ONLY}
+    return [
+        Case(base, "GET", url, admin_view()),
+        Case(f"{base}add/", "GET", f"{url}add/", admin_view(200 if writable else 403)),
+        Case(f"{base}add/", "POST", f"{url}add/", admin_post(200 if writable else 403), data={}),
+        Case(f"{base}<path:object_id>/change/", "GET", f"{url}{{{obj}}}/change/", admin_view()),
+        Case(
+            f"{base}<path:object_id>/change/",
+            "POST",
+            f"{url}{{{obj}}}/change/",
+            # An empty form: the form again with its errors (200), or, where every field
+            # is read-only (axes' records), nothing to change and back to the list (302).
+            admin_post(200 if writable else 302 if deletable else 403),
+            data={},
+        ),
+        Case(
+            f"{base}<path:object_id>/delete/",
+            "GET",
+            f"{url}{{{obj}}}/delete/",
+            admin_view(200 if deletable else 403),
+        ),
+        Case(
+            f"{base}<path:object_id>/delete/",
+            "POST",
+            f"{url}{{{obj}}}/delete/",
+            admin_post(302 if deletable else 403),
+            data={"post": "yes"},
+        ),
+        Case(
+            f"{base}<path:object_id>/history/",
+            "GET",
+            f"{url}{{{obj}}}/history/",
+            # Staff see only their own tokens: another's is "not found", back to the index.
+            admin_view(staff=302 if model == "claims/apitoken" else 403),
+        ),
+        Case(f"{base}<path:object_id>/", "GET", f"{url}{{{obj}}}/", admin_view(302, 302)),
+    ]
+
+
+for _model, (_kind, _obj) in ADMIN_MODELS.items():
+    CASES += admin_model_cases(_model, _kind, _obj)
+
+
+# -- the scene and the roles -----------------------------------------------------------------
+
+
+def scene(django_user_model: Any) -> dict[str, Any]:
+    """One running workflow held at epoch 3 by e-1, a second live engine, an active
+    backfill, a token, a locked-out attempt: every object a row above names."""
+    from axes.models import AccessFailureLog, AccessLog
+    from django.contrib.contenttypes.models import ContentType
+
+    from claims.models import (
+        ClaimCounter,
+        OwnershipModeMarker,
+        PendingRedrive,
+        ReclaimCursor,
+        VisibilityWatermark,
+        WorkflowVisibility,
+    )
+
+    now = fleet_clock()()
+    at = timezone.now()
+    for n in (1, 2):
+        Engine.objects.create(
+            engine_id=f"e-{n}",
+            hostname="host",
+            pid=n,
+            queue="",
+            started_at_ms=now - 60_000,
+            heartbeat_at_ms=now - 1_000,
+            status=EngineStatus.ACTIVE,
+        )
+    workflow = Workflow.objects.create(
+        workflow_id=WF,
+        workflow_type="order",
+        status=WorkflowStatus.RUNNING,
+        state={"input": None, "steps": {}},
+        created_at_ms=now,
+        updated_at_ms=now,
+    )
+    claim = WorkflowClaim.objects.create(
+        workflow_id=WF,
+        epoch=3,
+        holder_engine_id="e-1",
+        holder_epoch=3,
+        holder_expires_at_ms=now + 60_000,
+        holder_claimed_at_ms=now - 1_000,
+    )
+    job = BackfillJob.objects.create(status="scheduled", run_at="2030-01-01T00:00:00Z")
+    victim = django_user_model.objects.create_user("victim")
+    token_owner = django_user_model.objects.get(username="operator")
+    api_token_mint(ApiToken(name="kept", user=token_owner, scope="read"))
+    return {
+        "workflow_pk": workflow.pk,
+        "workflow_type": ContentType.objects.get_for_model(Workflow).pk,
+        "claim_pk": claim.pk,
+        "engine_pk": Engine.objects.get(engine_id="e-1").pk,
+        "job": job.pk,
+        "victim": victim.pk,
+        "group_pk": Group.objects.create(name="on-call").pk,
+        "token_pk": ApiToken.objects.get(name="kept").pk,
+        "event_pk": ClaimEvent.objects.create(
+            workflow_id=WF,
+            epoch_before=2,
+            epoch_after=3,
+            kind="acquired",
+            engine_id="e-1",
+            at_ms=now,
+        ).pk,
+        "visibility_pk": WorkflowVisibility.objects.create(
+            workflow_id=WF, workflow_type="order", status="running", updated_at_ms=now
+        ).pk,
+        "watermark_pk": VisibilityWatermark.objects.create(version=1, built_at_ms=now).pk,
+        "marker_pk": OwnershipModeMarker.objects.create(mode="workflow-lease").pk,
+        "redrive_pk": PendingRedrive.objects.create(
+            workflow_id=WF,
+            engine_id="e-1",
+            epoch=3,
+            attempts=1,
+            first_failed_at_ms=now,
+            last_failed_at_ms=now,
+        ).pk,
+        "counter_pk": ClaimCounter.objects.create(engine_id="e-1", name="acquired", value=1).pk,
+        "cursor_pk": ReclaimCursor.objects.create(name="reclaim", updated_by="e-1").pk,
+        "attempt_pk": AccessAttempt.objects.create(
+            username="mallory", ip_address="10.0.0.9", failures_since_start=9, attempt_time=at
+        ).pk,
+        "log_pk": AccessLog.objects.create(
+            username="alice", ip_address="10.0.0.7", attempt_time=at
+        ).pk,
+        "failure_pk": AccessFailureLog.objects.create(
+            username="mallory", ip_address="10.0.0.9", attempt_time=at
+        ).pk,
+    }
+
+
+def client_for(role: str, django_user_model: Any) -> Client:
+    operator = django_user_model.objects.create_user("operator")
+    operator.user_permissions.set(
+        Permission.objects.filter(
+            content_type__app_label="claims", codename__in=OPERATOR_PERMISSIONS
+        )
+    )
+    users = {
+        "no-permission": lambda: django_user_model.objects.create_user("nobody"),
+        "operator": lambda: operator,
+        "staff": lambda: django_user_model.objects.create_user("staff", is_staff=True),
+        "superuser": lambda: django_user_model.objects.create_superuser("root"),
+    }
+    client = Client()
+    if role in users:
+        client.force_login(users[role]())
+    elif role.endswith("-token"):
+        scope = "read" if role == "read-token" else "write"
+        secret = api_token_mint(ApiToken(name=role, user=operator, scope=scope))
+        client.defaults["HTTP_AUTHORIZATION"] = f"Bearer {secret}"
+    return client
+
+
+def send(client: Client, case: Case, ids: dict[str, Any]) -> int:
+    path = case.path.format(**ids)
+    headers = {"HX-Request": "true"} if case.htmx else {}
+    if case.method == "GET":
+        response = client.get(path, headers=headers)
+    elif path.startswith("/api/"):
+        response = client.post(
+            path, case.data or {}, content_type="application/json", headers=headers
+        )
+    else:
+        response = client.post(path, case.data or {}, headers=headers)
+    if response.get("HX-Redirect", "").startswith("/login/"):
+        assert b"wf-1" not in response.content
+        return 302
+    return response.status_code
+
+
+# -- the tests -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("read_only", [False, True], ids=["normal", "read-only"])
+@pytest.mark.parametrize("role", ROLES)
+@pytest.mark.parametrize("case", CASES, ids=[case.id for case in CASES])
+def test_route_answers_each_role(case, role, read_only, django_user_model, settings):
+    cache.clear()  # the API write limit counts across tests otherwise
+    settings.WEFTBOARD_READ_ONLY = READ_ONLY_REASON if read_only else ""
+    client = client_for(role, django_user_model)
+    ids = scene(django_user_model)
+
+    status = send(client, case, ids)
+
+    assert status == case.expect(role, read_only), f"{case.id} as {role}"
+
+
+def served_routes() -> set[str]:
+    def walk(resolver: URLResolver, prefix: str = "") -> set[str]:
+        routes: set[str] = set()
+        for entry in resolver.url_patterns:
+            if isinstance(entry, URLResolver):
+                routes |= walk(entry, prefix + str(entry.pattern))
+            elif isinstance(entry, URLPattern):
+                routes.add(prefix + str(entry.pattern))
+        return routes
+
+    return walk(get_resolver())
+
+
+def test_every_route_has_a_line_in_the_table():
+    missing = served_routes() - {case.route for case in CASES}
+    assert not missing, f"routes with no line in the permission table: {sorted(missing)}"
+
+
+def test_every_model_in_the_admin_has_a_line_in_the_table():
+    registered = {f"{m._meta.app_label}/{m._meta.model_name}" for m in admin.site._registry}
+    assert registered == set(ADMIN_MODELS)
