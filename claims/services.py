@@ -237,6 +237,12 @@ def claim_force_release(
     workflow_id = check_workflow_id(workflow_id)
     reason = _required_reason(reason)
     with transaction.atomic():
+        row = _store.read_claim(workflow_id)
+        # Ownerless at the epoch the operator saw: nothing to release, and a rotation
+        # would only grow the epoch and the audit log. (Any grant since would have moved
+        # the epoch, so the compare-and-swap below still catches a claim taken meanwhile.)
+        if row is not None and row.epoch == expected_epoch and row.holder is None:
+            raise InvalidTransitionError(workflow_id, "ownerless", "force-release the claim of")
         return rotate_claim(
             _store,
             workflow_id,
@@ -266,6 +272,14 @@ def claim_force_takeover(
     if not Engine.objects.filter(engine_id=target_engine_id, status=EngineStatus.ACTIVE).exists():
         raise ClaimConfigError(f"engine {target_engine_id!r} is not a live engine")
     with transaction.atomic():
+        # A finished or purged workflow needs no engine; granting it one grows the epoch
+        # and the audit log for nothing (the page refuses it too).
+        status = Workflow.objects.filter(workflow_id=workflow_id).values_list("status", flat=True)
+        current = status.first()
+        if current is None or current in TERMINAL_STATUSES:
+            raise InvalidTransitionError(
+                workflow_id, current or "purged", "force a takeover of the claim of"
+            )
         return rotate_claim(
             _store,
             workflow_id,

@@ -254,3 +254,36 @@ def test_unreadable_json_gets_400(operator_client):
 
     assert response.status_code == 400
     assert "detail" in response.json()
+
+
+def test_releasing_an_ownerless_claim_is_409_and_changes_nothing(operator_client):
+    """As the page refuses it: no holder at the epoch seen, nothing to release."""
+    assert post(operator_client, RELEASE, {"expected_epoch": 41, "reason": "r"}).status_code == 200
+    before = unchanged()
+
+    response = post(operator_client, RELEASE, {"expected_epoch": 42, "reason": "again"})
+
+    assert response.status_code == 409
+    assert "ownerless" in response.json()["detail"]
+    assert unchanged() == before
+
+
+@pytest.mark.parametrize("status", ["completed", "failed", "cancelled"])
+def test_a_takeover_of_a_finished_workflow_is_409_and_changes_nothing(
+    operator_client, adopt_send, status
+):
+    from claims.models import Workflow
+
+    Workflow.objects.filter(workflow_id="wf-1").update(status=status)
+    before = unchanged()
+
+    response = post(
+        operator_client,
+        TAKEOVER,
+        {"expected_epoch": 41, "target_engine_id": "e-2", "reason": "r"},
+    )
+
+    assert response.status_code == 409
+    assert status in response.json()["detail"]
+    assert unchanged() == before
+    adopt_send.assert_not_called()
