@@ -64,8 +64,6 @@ def test_metrics_is_prometheus_text(client, db):
 
 def test_default_claim_settings_pass_the_system_check():
     """The defaults (30s TTL, 5s renew interval) raise no claims error."""
-    pytest.importorskip("claims.protocol")
-
     call_command("check")
 
 
@@ -79,8 +77,6 @@ def test_default_claim_settings_pass_the_system_check():
 )
 def test_bad_claim_timing_fails_the_system_check_with_the_rule(ttl, renew_interval, message):
     """A bad WEFT_CLAIM_TTL / WEFT_CLAIM_RENEW_INTERVAL stops `check` with claims.E001."""
-    pytest.importorskip("claims.protocol")
-
     with (
         override_settings(WEFT_CLAIM_TTL=ttl, WEFT_CLAIM_RENEW_INTERVAL=renew_interval),
         pytest.raises(SystemCheckError) as raised,

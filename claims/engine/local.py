@@ -34,6 +34,7 @@ from claims.protocol import (
     run_reclaim_pass,
     run_renew_pass,
 )
+from claims.protocol.passes import RECLAIM_POOL_SIZE
 from claims.runtime.driver import WorkflowDriver
 from claims.runtime.types import is_type_registered
 from claims.store import OrmClaimStore
@@ -43,7 +44,6 @@ logger = logging.getLogger("weftboard.claims")
 
 PASS_NAMES = ("renew", "reclaim", "wake")
 DRIVE_POOL_SIZE = 8
-RECLAIM_POOL_SIZE = 16
 # Beat's ticks are one renew interval apart: one lost or late tick is weather, two are an
 # outage. A claim is renewed at most two intervals after the last renewal, well inside
 # its TTL (at least three intervals: ClaimTiming refuses less).

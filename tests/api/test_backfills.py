@@ -13,8 +13,6 @@ from .conftest import post, url
 
 pytestmark = pytest.mark.django_db
 
-backfill = pytest.importorskip("claims.backfill")
-
 
 def job(status=BackfillStatus.SCHEDULED, **fields):
     return BackfillJob.objects.create(status=status, run_at=timezone.now(), **fields)
