@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from typing import TYPE_CHECKING
 
 from django.conf import settings
@@ -15,11 +16,24 @@ def claim_timing() -> ClaimTiming:
 
     Raises ClaimConfigError naming both settings when a value breaks a rule.
     """
+    ttl, renew_interval = settings.WEFT_CLAIM_TTL, settings.WEFT_CLAIM_RENEW_INTERVAL
+    try:
+        return _cached_timing(ttl, renew_interval)
+    except TypeError:  # an unhashable value: parse it, and let the parser say what is wrong
+        return _parsed_timing(ttl, renew_interval)
+
+
+@functools.lru_cache(maxsize=8)
+def _cached_timing(ttl: object, renew_interval: object) -> ClaimTiming:
+    """Parsed once per pair of values: hot paths read the timing on every request and pass,
+    and keying on the values keeps a changed setting (tests) from being served stale."""
+    return _parsed_timing(ttl, renew_interval)
+
+
+def _parsed_timing(ttl: object, renew_interval: object) -> ClaimTiming:
     from claims.protocol import ClaimTiming
     from claims.protocol.errors import ClaimConfigError
 
-    ttl = settings.WEFT_CLAIM_TTL
-    renew_interval = settings.WEFT_CLAIM_RENEW_INTERVAL
     try:
         return ClaimTiming.parse(ttl, renew_interval)
     except ClaimConfigError as error:
