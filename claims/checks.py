@@ -1,4 +1,5 @@
-"""System checks: `manage.py check` and runserver report a bad claim setting."""
+"""System checks: `manage.py check` and runserver report a bad claim setting; `check
+--deploy` also reports production settings that leave a door open."""
 
 from __future__ import annotations
 
@@ -24,5 +25,32 @@ def check_claim_timing(**kwargs: Any) -> list[checks.CheckMessage]:
     return []
 
 
+def check_deploy_settings(**kwargs: Any) -> list[checks.CheckMessage]:
+    from django.conf import settings
+
+    found: list[checks.CheckMessage] = []
+    if settings.SECURE_PROXY_SSL_HEADER and not settings.WEFTBOARD_TRUSTED_PROXY_COUNT:
+        found.append(
+            checks.Warning(
+                "Behind a proxy (WEFTBOARD_PROXY_SSL_HEADER is set) every sign-in seems to come"
+                " from the proxy's address, so the sign-in lock is per user name alone: anyone"
+                " can lock an operator out.",
+                hint="Set WEFTBOARD_TRUSTED_PROXY_COUNT to the number of proxies in front.",
+                id="weftboard.W001",
+            )
+        )
+    if settings.WEFTBOARD_HTTPS and not settings.WEFTBOARD_METRICS_TOKEN:
+        found.append(
+            checks.Warning(
+                "/metrics answers anyone: it shows the fleet's counts and each scrape runs"
+                " queries on the database.",
+                hint="Set WEFTBOARD_METRICS_TOKEN and give Prometheus the same bearer token.",
+                id="weftboard.W002",
+            )
+        )
+    return found
+
+
 def register_checks() -> None:
     checks.register(check_claim_timing)
+    checks.register(check_deploy_settings, checks.Tags.security, deploy=True)

@@ -1,5 +1,5 @@
-"""A NUL byte in a query parameter or a posted field of the admin or a sign-in page is
-refused with 400 before any view runs.
+"""A NUL byte in the path, a query parameter or a posted field of the admin or a sign-in
+page is refused with 400 before any view runs.
 
 PostgreSQL cannot hold NUL in text, so such a value would reach the database only to fail
 there as a server error: an admin list filter such as ``?username__exact=%00`` does. Our
@@ -23,7 +23,8 @@ class NulGuardMiddleware:
         self.get_response = get_response
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
-        if request.path.startswith(GUARDED) and _holds_nul(request):
+        # The path too: the admin looks objects up by text primary keys taken from it.
+        if request.path.startswith(GUARDED) and ("\x00" in request.path or _holds_nul(request)):
             return HttpResponse(MESSAGE, status=400, content_type="text/plain; charset=utf-8")
         return self.get_response(request)
 

@@ -11,11 +11,19 @@ from django.core.cache import cache
 from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest
 from ninja.throttling import BaseThrottle
+from prometheus_client import Counter
 
 from claims.conf import read_only_reason
 from claims.models import ApiToken, ApiTokenScope
 
 logger = logging.getLogger("weftboard.api")
+
+# Per web process: a lasting cache fault (a wrong password, a read-only replica) turns the
+# write limit off, and this is what an alert can watch.
+WRITES_UNCOUNTED = Counter(
+    "weftboard_api_writes_uncounted",
+    "API writes let through without counting because the shared cache did not answer",
+)
 
 DEFAULT_WRITE_RATE = "60/min"
 ACTOR_MAX_LENGTH = 150  # ClaimEvent.actor
@@ -91,6 +99,7 @@ class WriteRateThrottle(BaseThrottle):
             # The limit guards against a runaway script, not against the operator who
             # must release a claim while the cache (Redis) restarts: count nothing then.
             logger.warning("API write limit not counted: the cache did not answer", exc_info=True)
+            WRITES_UNCOUNTED.inc()
             used = 1
         self._local.wait = seconds - now % seconds if used > limit else None
         return used <= limit

@@ -49,13 +49,16 @@ def check_identifier(value: object, *, what: str, max_length: int) -> str:
 
 
 def check_json_text(value: Any, *, what: str) -> Any:
-    """JSON whose strings (keys included) hold no NUL, which PostgreSQL cannot store."""
+    """JSON whose strings (keys included) hold no NUL and no lone surrogate (a "\\ud800"
+    escape without its pair): PostgreSQL can store neither, nor can UTF-8 encode the latter."""
     stack = [value]
     while stack:
         item = stack.pop()
         if isinstance(item, str):
             if "\x00" in item:
                 raise InvalidInputError(f"{what} must not contain NUL characters")
+            if any(unicodedata.category(c) == "Cs" for c in item):
+                raise InvalidInputError(f"{what} must not contain unpaired surrogates")
         elif isinstance(item, dict):
             stack.extend(item.keys())
             stack.extend(item.values())

@@ -74,3 +74,23 @@ def test_a_workflow_input_holding_a_nul_gets_422(operator_client, payload):
     assert response.status_code == 422
     assert "NUL" in str(response.json()["detail"])
     assert not Workflow.objects.exists()
+
+
+@pytest.mark.parametrize("payload", [{"note": "half \ud800 pair"}, {"\udfff": 1}, ["\ud83d"]])
+def test_a_workflow_input_holding_a_lone_surrogate_gets_422(operator_client, payload):
+    """A "\\ud800" escape without its pair: UTF-8 cannot encode it, PostgreSQL cannot store it."""
+    response = post(
+        operator_client, url("/workflows"), {"workflow_type": "order", "input": payload}
+    )
+
+    assert response.status_code == 422
+    assert "surrogate" in str(response.json()["detail"])
+    assert not Workflow.objects.exists()
+
+
+def test_a_workflow_input_with_a_whole_surrogate_pair_is_an_emoji_and_welcome(operator_client):
+    response = post(
+        operator_client, url("/workflows"), {"workflow_type": "order", "input": {"note": "🚀"}}
+    )
+
+    assert response.status_code == 201

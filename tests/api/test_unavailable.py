@@ -9,6 +9,7 @@ import logging
 import pytest
 from django.db import OperationalError, connection
 from django.test import override_settings
+from prometheus_client import REGISTRY
 
 from claims.models import Workflow, WorkflowClaim
 
@@ -64,9 +65,11 @@ def test_writes_go_through_uncounted_while_the_cache_does_not_answer(operator_cl
     make_workflow("wf-1")
     make_workflow("wf-2")
 
+    uncounted = REGISTRY.get_sample_value("weftboard_api_writes_uncounted_total") or 0.0
     with caplog.at_level(logging.WARNING, logger="weftboard.api"):
         first = post(operator_client, wf_url("wf-1", "/cancel"), {"reason": "stuck"})
         second = post(operator_client, wf_url("wf-2", "/cancel"), {"reason": "stuck"})
 
     assert [first.status_code, second.status_code] == [200, 200]
     assert "API write limit not counted: the cache did not answer" in caplog.text
+    assert REGISTRY.get_sample_value("weftboard_api_writes_uncounted_total") == uncounted + 2

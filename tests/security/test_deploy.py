@@ -48,6 +48,8 @@ def test_the_readme_documents_the_tls_settings() -> None:
     assert env["WEFTBOARD_HTTPS"] == "1"
     assert env["WEFTBOARD_PROXY_SSL_HEADER"] == "X-Forwarded-Proto"
     assert int(env["WEFTBOARD_HSTS_SECONDS"]) > 0
+    assert env["WEFTBOARD_TRUSTED_PROXY_COUNT"] == "1"
+    assert env["WEFTBOARD_METRICS_TOKEN"]
 
 
 @pytest.mark.slow
@@ -71,3 +73,16 @@ def test_check_deploy_names_each_missing_tls_setting() -> None:
     assert result.returncode != 0
     for warning in ("security.W004", "security.W008", "security.W012", "security.W016"):
         assert warning in result.stderr + result.stdout
+
+
+@pytest.mark.slow
+def test_check_deploy_warns_of_a_proxy_without_a_count_and_of_open_metrics() -> None:
+    env = documented_production_environment()
+    del env["WEFTBOARD_TRUSTED_PROXY_COUNT"]
+    del env["WEFTBOARD_METRICS_TOKEN"]
+
+    result = check_deploy(env)
+
+    assert result.returncode != 0
+    assert "weftboard.W001" in result.stderr + result.stdout
+    assert "weftboard.W002" in result.stderr + result.stdout

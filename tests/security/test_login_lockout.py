@@ -135,3 +135,20 @@ def test_a_changing_user_agent_does_not_escape_the_lock(alice):
         sign_in("/login/", "wrong", HTTP_USER_AGENT=f"agent-{n}")
 
     assert sign_in("/login/", PASSWORD, HTTP_USER_AGENT="another").status_code == 429
+
+
+def test_an_ipv6_client_counts_as_its_slash_64(alice):
+    """One host holds a whole /64: new addresses in it are no fresh tries."""
+    for n in range(1, settings.AXES_FAILURE_LIMIT + 1):
+        sign_in("/login/", "wrong", address=f"2001:db8:1:2::{n:x}")
+
+    assert sign_in("/login/", PASSWORD, address="2001:db8:1:2:ffff::1").status_code == 429
+    assert sign_in("/login/", PASSWORD, address="2001:db8:1:3::1").status_code == 302
+
+
+@override_settings(WEFTBOARD_TRUSTED_PROXY_COUNT=1)
+def test_a_forwarded_entry_that_is_no_address_counts_as_the_proxy(alice):
+    for _ in range(settings.AXES_FAILURE_LIMIT):
+        sign_in("/login/", "wrong", address="10.0.0.1", HTTP_X_FORWARDED_FOR="unknown")
+
+    assert sign_in("/login/", PASSWORD, address="10.0.0.1").status_code == 429

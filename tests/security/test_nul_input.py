@@ -30,6 +30,9 @@ def root(django_user_model) -> Client:
         ("/admin/claims/workflow/?q=a%00b", 400),
         # A list filter's lookup goes to the database as it is: a server error on PostgreSQL.
         ("/admin/auth/user/?username__exact=%00", 400),
+        # The admin looks objects up by text primary keys taken from the path.
+        ("/admin/claims/workflow/%00/change/", 400),
+        ("/admin/claims/engine/a%00b/history/", 400),
     ],
 )
 def test_a_nul_in_a_query_is_refused(root, path, status):
