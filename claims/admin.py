@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from django import forms
 from django.contrib import admin, messages
 from django.db.models import QuerySet
 from django.http import HttpRequest
@@ -13,6 +14,8 @@ from django.utils import timezone
 
 from claims import models
 from claims.backfill.admin import BackfillJobAdminBase
+from claims.protocol.errors import InvalidInputError
+from claims.protocol.text import check_identifier
 from claims.tokens import api_token_mint, api_tokens_revoke
 
 
@@ -122,6 +125,18 @@ class BackfillJobAdmin(BackfillJobAdminBase, ReadOnlyAdmin):
     """Jobs are read-only rows; scheduling and cancelling go through claims.backfill."""
 
 
+class ApiTokenForm(forms.ModelForm):
+    """The token's name follows the one input rule for identifiers (claims.protocol.text)."""
+
+    def clean_name(self) -> str:
+        try:
+            return check_identifier(
+                self.cleaned_data["name"], what="a token's name", max_length=100
+            ).strip()
+        except InvalidInputError as error:
+            raise forms.ValidationError(str(error)) from error
+
+
 @admin.register(models.ApiToken)
 class ApiTokenAdmin(admin.ModelAdmin):
     """Adding a token shows its secret once, in the message after save; only its hash is kept.
@@ -131,6 +146,7 @@ class ApiTokenAdmin(admin.ModelAdmin):
     records every add, change and revocation with the user who did it.
     """
 
+    form = ApiTokenForm
     # Where save_model leaves a new secret for response_add: on the request, never stored.
     _secret_key = "_weftboard_new_token_secret"
 

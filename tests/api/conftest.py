@@ -14,6 +14,7 @@ from django.test import Client
 from claims.clock import fleet_clock
 from claims.models import ApiToken, Engine, EngineStatus, Workflow, WorkflowClaim, WorkflowStatus
 from claims.tokens import api_token_mint
+from tests import factories
 
 API = "/api/v1"
 WRITE_PERMISSIONS = ("force_claim", "cancel_workflow", "add_workflow", "schedule_backfill")
@@ -87,20 +88,9 @@ def make_workflow(
     )
 
 
-def make_claim(
-    workflow_id: str, *, epoch: int = 3, engine: str | None = "e-1", expires_in_ms: int = 60_000
-) -> WorkflowClaim:
-    """A claim row held by ``engine`` (None: ownerless) expiring ``expires_in_ms`` from now."""
-    now = now_ms()
-    held = engine is not None
-    return WorkflowClaim.objects.create(
-        workflow_id=workflow_id,
-        epoch=epoch,
-        holder_engine_id=engine,
-        holder_epoch=epoch if held else None,
-        holder_expires_at_ms=now + expires_in_ms if held else None,
-        holder_claimed_at_ms=now - 1_000 if held else None,
-    )
+def make_claim(workflow_id: str, **fields: Any) -> WorkflowClaim:
+    """A claim row (tests.factories), here at epoch 3 unless said otherwise."""
+    return factories.make_claim(workflow_id, **{"epoch": 3, **fields})
 
 
 def make_engine(

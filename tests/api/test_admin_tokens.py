@@ -146,3 +146,12 @@ def test_revoke_action_disables_tokens(added, admin_client):
     token.refresh_from_db()
     assert token.revoked_at is not None
     assert Client().get(url("/claims"), headers=bearer(secret)).status_code == 401
+
+
+@pytest.mark.parametrize("name", ["deploy\x1bbot", "bell\x07", "zero\u200bwidth"])
+def test_a_token_name_follows_the_input_rule(admin_client, viewer, name):
+    response = admin_client.post(ADD, {"name": name, "user": viewer.pk, "scope": "read"})
+
+    assert response.status_code == 200
+    assert "must not contain control characters" in response.content.decode()
+    assert not ApiToken.objects.exists()

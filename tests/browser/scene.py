@@ -30,6 +30,7 @@ from claims.models import (
     WorkflowStatus,
 )
 from claims.protocol.reclaim import CURSOR_NAME
+from tests import factories
 
 TTL_MS = 30_000
 RENEW_MS = 5_000
@@ -91,18 +92,10 @@ def make_workflow(
     )
 
 
-def make_claim(
-    workflow_id: str, *, epoch: int, engine: str | None, expires_in_ms: int = 25_000
-) -> WorkflowClaim:
-    now = now_ms()
-    held = engine is not None
-    return WorkflowClaim.objects.create(
-        workflow_id=workflow_id,
-        epoch=epoch,
-        holder_engine_id=engine,
-        holder_epoch=epoch if held else None,
-        holder_expires_at_ms=now + expires_in_ms if held else None,
-        holder_claimed_at_ms=now - 95_000 if held else None,
+def make_claim(workflow_id: str, **fields: Any) -> WorkflowClaim:
+    """A claim row (tests.factories) of a fleet that has run a while: claimed 95 s ago."""
+    return factories.make_claim(
+        workflow_id, **{"expires_in_ms": 25_000, "claimed_ago_ms": 95_000, **fields}
     )
 
 

@@ -18,6 +18,7 @@ from claims.models import (
     WorkflowClaim,
     WorkflowStatus,
 )
+from tests import factories
 
 TTL_MS = 30_000
 RENEW_MS = 5_000
@@ -63,19 +64,9 @@ def make_workflow(
     return Workflow.objects.create(workflow_id=workflow_id, status=status, **values)
 
 
-def make_claim(
-    workflow_id: str, *, epoch: int = 1, engine: str | None = "e-1", expires_in_ms: int = TTL_MS
-) -> WorkflowClaim:
-    now = now_ms()
-    held = engine is not None
-    return WorkflowClaim.objects.create(
-        workflow_id=workflow_id,
-        epoch=epoch,
-        holder_engine_id=engine,
-        holder_epoch=epoch if held else None,
-        holder_expires_at_ms=now + expires_in_ms if held else None,
-        holder_claimed_at_ms=now - 1_000 if held else None,
-    )
+def make_claim(workflow_id: str, **fields: Any) -> WorkflowClaim:
+    """A claim row (tests.factories), expiring one TTL from now unless said otherwise."""
+    return factories.make_claim(workflow_id, **{"expires_in_ms": TTL_MS, **fields})
 
 
 def make_event(workflow_id: str, kind: str, **fields: Any) -> ClaimEvent:
