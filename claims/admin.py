@@ -186,35 +186,27 @@ class ApiTokenAdmin(admin.ModelAdmin):
     def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return super().has_delete_permission(request, obj) and self._owns(request, obj)
 
+    # A token's powers are fixed at creation: mint a new one rather than widen an old one.
+    # Only the name stays editable.
+    _fixed_fields = (
+        "user",
+        "scope",
+        "prefix",
+        "created_at",
+        "expires_at",
+        "last_used_at",
+        "revoked_at",
+    )
+
     def get_fields(self, request: HttpRequest, obj: Any = None) -> tuple[str, ...]:
         if obj is None:
             if request.user.is_superuser:
                 return ("name", "user", "scope", "expires_at")
             return ("name", "scope", "expires_at")
-        return (
-            "name",
-            "user",
-            "scope",
-            "prefix",
-            "created_at",
-            "expires_at",
-            "last_used_at",
-            "revoked_at",
-        )
+        return ("name", *self._fixed_fields)
 
     def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> tuple[str, ...]:
-        if obj is None:
-            return ()
-        # A token's powers are fixed at creation: mint a new one rather than widen an old one.
-        return (
-            "user",
-            "scope",
-            "prefix",
-            "created_at",
-            "expires_at",
-            "last_used_at",
-            "revoked_at",
-        )
+        return () if obj is None else self._fixed_fields
 
     def save_model(self, request: HttpRequest, obj: Any, form: Any, change: bool) -> None:
         if change:
