@@ -7,9 +7,9 @@ import socket
 from collections.abc import Mapping
 from typing import Any
 
-from django.db import connection
+from django.db import connection, transaction
 
-from claims.models import ClaimCounter, Engine, EngineStatus, FleetSnapshot
+from claims.models import ClaimCounter, Engine, EngineStatus, FleetSnapshot, PendingRedrive
 from claims.protocol.timing import ClaimTiming
 
 ENGINE_VERSION = "0.1.0"
@@ -58,11 +58,22 @@ def engine_set_status(*, engine_id: str, status: EngineStatus, now_ms: int) -> N
 
 
 def engines_mark_silent_dead(*, now_ms: int, ttl_ms: int) -> int:
-    """Mark engines dead after DEAD_AFTER_TTLS x TTL without a heartbeat; returns how many."""
-    return Engine.objects.filter(
-        status__in=[EngineStatus.ACTIVE, EngineStatus.DISPOSING],
-        heartbeat_at_ms__lt=now_ms - DEAD_AFTER_TTLS * ttl_ms,
-    ).update(status=EngineStatus.DEAD)
+    """Mark engines dead after DEAD_AFTER_TTLS x TTL without a heartbeat; returns how many.
+
+    Then drop the pending re-drives of dead and stopped engines: by now their claims have
+    lapsed and been taken over (TTL + grace is well inside 3 x TTL), so each such row is
+    an epoch nobody will drive again, and would keep the overview's re-drive alert and
+    ``weftboard_pending_redrives`` up for good. An engine that wakes after this finds it
+    no longer holds those claims, and would drop the rows itself.
+    """
+    with transaction.atomic():
+        marked = Engine.objects.filter(
+            status__in=[EngineStatus.ACTIVE, EngineStatus.DISPOSING],
+            heartbeat_at_ms__lt=now_ms - DEAD_AFTER_TTLS * ttl_ms,
+        ).update(status=EngineStatus.DEAD)
+        gone = Engine.objects.filter(status__in=[EngineStatus.DEAD, EngineStatus.STOPPED])
+        PendingRedrive.objects.filter(engine_id__in=gone.values("engine_id")).delete()
+    return marked
 
 
 def counters_record(*, engine_id: str, totals: Mapping[str, int]) -> None:

@@ -1,4 +1,5 @@
-"""The claim control plane's tables (DESIGN §2). Times are integer milliseconds (``*_ms``)."""
+"""The claim control plane's tables (docs/design.md §2). Times are integer milliseconds
+(``*_ms``)."""
 
 from __future__ import annotations
 

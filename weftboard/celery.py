@@ -1,4 +1,4 @@
-"""The Celery app: one worker process is one engine (DESIGN §1)."""
+"""The Celery app: one worker process is one engine (docs/design.md §1)."""
 
 from __future__ import annotations
 

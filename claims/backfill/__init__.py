@@ -1,4 +1,4 @@
-"""The visibility-index backfill (DESIGN §2, §7 "Admin").
+"""The visibility-index backfill (docs/design.md §2, §7 "Admin").
 
 ``backfill_schedule`` / ``backfill_cancel`` are the operator's calls (admin, API);
 ``backfill_run`` is the Celery task's body (``claims.backfill_run``) and

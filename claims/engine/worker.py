@@ -1,8 +1,8 @@
-"""Celery worker hooks that turn a worker process into an engine (DESIGN §1, §4).
+"""Celery worker hooks that turn a worker process into an engine (docs/design.md §1, §5).
 
 The engine boots in ``worker_init`` (main process, before tasks are consumed),
-marks itself disposing as soon as a shutdown is requested, and releases its
-claims once the worker has stopped taking tasks.
+marks itself disposing as soon as a shutdown is requested, and releases its claims
+on a thread of its own from that moment, while Celery winds its consumers down.
 """
 
 from __future__ import annotations
@@ -132,8 +132,8 @@ _disposal: threading.Thread | None = None
 @worker_shutting_down.connect
 def begin_disposal(**kwargs: Any) -> None:
     """Runs in the signal handler: flag disposal, and release claims on a thread of its
-    own while Celery winds its consumers down, so a supervisor's kill deadline (honcho
-    allows 5 s) finds the claims already released."""
+    own while Celery winds its consumers down, so a supervisor's kill deadline finds the
+    claims already released even when it is short."""
     global _disposal
     if _engine is None or _disposal is not None:
         return

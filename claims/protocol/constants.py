@@ -1,4 +1,4 @@
-"""Protocol constants shared by every engine of a fleet (DESIGN §3)."""
+"""Protocol constants shared by every engine of a fleet (docs/design.md §3)."""
 
 from typing import Final, Literal
 

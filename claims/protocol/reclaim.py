@@ -1,4 +1,4 @@
-"""Finding stranded workflows and taking their claims over (DESIGN §4).
+"""Finding stranded workflows and taking their claims over (docs/design.md §4).
 
 A candidate comes from one of three sources: expired or invalid holders,
 running workflows the visibility index shows without a holder, and a bounded
@@ -170,7 +170,10 @@ class ReclaimTarget:
                 self._record("backoff_skipped")
                 settled[wf] = "backoff-skipped"
             elif result.status == "not-expired":
-                settled[wf] = "not-eligible"
+                # A live row naming me that I do not hold (a forced takeover whose adopt
+                # order was lost) is left to ``attempt``, which takes it back at its epoch.
+                if result.held_by != self.registry.engine_id:
+                    settled[wf] = "not-eligible"
             elif result.status == "lost-race":
                 self._record("lost_race")
             elif result.status == "no-claim":

@@ -1,4 +1,4 @@
-"""The workflow runtime (DESIGN §5): registered workflow functions, durable steps and
+"""The workflow runtime (docs/design.md §5): registered workflow functions, durable steps and
 sleeps checkpointed by fenced writes, and the driver that runs one held workflow.
 
 Importing ``claims.runtime.demo`` registers the demo types.

@@ -2,8 +2,8 @@
 
 Ending is a fenced terminal write plus the claim's release in ONE transaction
 (``registry.finish``). A database error is not a workflow failure: it leaves
-the drive (and the claim) as they are and propagates, so the caller can record
-a pending re-drive.
+the drive (and the claim) as they are and propagates; the engine logs it, and its
+wake pass drives the workflow again while it holds the claim.
 """
 
 from __future__ import annotations

@@ -50,7 +50,7 @@ LIVE_ENGINE_STATUSES = ("active", "disposing")
 
 
 def fleet_metrics() -> FleetMetrics:
-    """Everything /metrics shows, in six queries whatever the fleet's size."""
+    """Everything /metrics shows, in five queries whatever the fleet's size."""
     from claims.models import (
         ACTIVE_BACKFILL_STATUSES,
         BackfillJob,

@@ -1,4 +1,4 @@
-"""acquire(wf): claim a workflow nobody holds; never judges expiry (DESIGN §3)."""
+"""acquire(wf): claim a workflow nobody holds; never judges expiry (docs/design.md §3)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""adopt(wf, epoch): cache a claim an operator granted to this engine (DESIGN §3, §7)."""
+"""adopt(wf, epoch): cache a claim an operator granted to this engine (docs/design.md §3, §7)."""
 
 from __future__ import annotations
 

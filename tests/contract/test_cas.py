@@ -1,5 +1,5 @@
 """The store's compare-and-swaps, called directly: the epoch and all four holder columns are
-compared exactly, and a null only ever equals a null (DESIGN §2-§3)."""
+compared exactly, and a null only ever equals a null (docs/design.md §2-§3)."""
 
 from __future__ import annotations
 

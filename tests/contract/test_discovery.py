@@ -1,4 +1,5 @@
-"""ReclaimTarget.list_candidates(): the three reclaim sources and the shared cursor (DESIGN §4)."""
+"""ReclaimTarget.list_candidates(): the three reclaim sources and the shared cursor
+(docs/design.md §4)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The event log and the registry's local reads (DESIGN §2 ClaimEvent, §3)."""
+"""The event log and the registry's local reads (docs/design.md §2 ClaimEvent, §3)."""
 
 from __future__ import annotations
 

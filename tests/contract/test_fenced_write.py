@@ -1,4 +1,5 @@
-"""Fenced writes: workflow-scoped writes run only at the epoch this engine holds (DESIGN §3)."""
+"""Fenced writes: workflow-scoped writes run only at the epoch this engine holds
+(docs/design.md §3)."""
 
 from __future__ import annotations
 

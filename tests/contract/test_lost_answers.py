@@ -362,6 +362,26 @@ def test_a_live_row_naming_this_engine_that_it_does_not_hold_is_adopted_and_driv
     assert arrange.events("wf")[-1] == ("adopted", 7, 7, "a")
 
 
+def test_the_reclaim_pass_itself_adopts_and_drives_a_live_row_naming_this_engine(
+    registry, arrange, workflows, reclaim_target, clock
+):
+    """The pass tries its candidates set-based first: a live row naming me must not be
+    settled there as merely not expired, but taken back at its epoch in the same pass."""
+    from claims.protocol import run_reclaim_pass
+
+    workflows.put("wf")
+    arrange.put_row("wf", epoch=7, holder=Holder("a", 7, T0 + TTL_MS, T0))
+    a = registry("a")
+    driven: list[str] = []
+
+    result = run_reclaim_pass(reclaim_target(a, on_reclaimed=driven.append))
+
+    assert result.outcomes == [("wf", "reclaimed")]
+    assert driven == ["wf"]
+    assert a.current_epoch("wf") == 7
+    assert arrange.events("wf")[-1] == ("adopted", 7, 7, "a")
+
+
 def test_discovery_asks_for_rows_naming_this_engine_once_per_audit_interval(
     registry, arrange, workflows, reclaim_target, clock
 ):

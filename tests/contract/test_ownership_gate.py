@@ -1,4 +1,4 @@
-"""ensure_ownership_mode: the boot-time ownership-mode gate (DESIGN §3)."""
+"""ensure_ownership_mode: the boot-time ownership-mode gate (docs/design.md §3)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""ReclaimTarget.attempt(wf) for workflows this engine does not hold (DESIGN §4)."""
+"""ReclaimTarget.attempt(wf) for workflows this engine does not hold (docs/design.md §4)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""run_reclaim_pass(target): discover, attempt each candidate, report outcomes (DESIGN §4, §9)."""
+"""run_reclaim_pass(target): discover, attempt each candidate, report outcomes
+(docs/design.md §4)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Driving a reclaimed workflow, and re-driving it in place after the drive raised (DESIGN §4)."""
+"""Driving a reclaimed workflow, and re-driving it in place after the drive raised
+(docs/design.md §4)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""release(wf, expected_epoch) and release_all() (DESIGN §3)."""
+"""release(wf, expected_epoch) and release_all() (docs/design.md §3)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""renew(wf) and the anti-thrash cooldown after a lost renewal (DESIGN §3)."""
+"""renew(wf) and the anti-thrash cooldown after a lost renewal (docs/design.md §3)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Set-based renewal: store.renew_many and registry.renew_all keep renew's rules (DESIGN §3)."""
+"""Set-based renewal: store.renew_many and registry.renew_all keep renew's rules
+(docs/design.md §3)."""
 
 from __future__ import annotations
 

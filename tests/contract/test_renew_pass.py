@@ -1,4 +1,4 @@
-"""run_renew_pass(registry, metrics) and the set-based renew_all under it (DESIGN §4, §9)."""
+"""run_renew_pass(registry, metrics) and the set-based renew_all under it (docs/design.md §4)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""rotate_claim: epoch rotations by someone other than the holder (DESIGN §3, §7)."""
+"""rotate_claim: epoch rotations by someone other than the holder (docs/design.md §3, §7)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""takeover(wf): steal an expired or invalid claim, minting the next epoch (DESIGN §3)."""
+"""takeover(wf): steal an expired or invalid claim, minting the next epoch (docs/design.md §3)."""
 
 from __future__ import annotations
 

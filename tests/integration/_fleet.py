@@ -21,7 +21,7 @@ __all__ = ["REPO", "VENV_BIN", "Fleet", "Process", "wait_until"]
 
 TTL_MS = 3_000
 RENEW_INTERVAL_MS = 1_000
-# A holder is expired once expires_at + 2 x renew interval < now (DESIGN §3).
+# A holder is expired once expires_at + 2 x renew interval < now (docs/design.md §1).
 GRACE_MS = 2 * RENEW_INTERVAL_MS
 
 # The engines' broker: a Redis database of their own, flushed before each test, so no tick

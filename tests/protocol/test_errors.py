@@ -1,4 +1,4 @@
-"""The protocol's error vocabulary (DESIGN §3, §9)."""
+"""The protocol's error vocabulary (docs/design.md §3)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""ClaimMetrics and its Prometheus text (DESIGN §6, §9)."""
+"""ClaimMetrics and its Prometheus text (docs/design.md §6)."""
 
 from __future__ import annotations
 

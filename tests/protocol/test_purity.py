@@ -1,4 +1,4 @@
-"""claims.protocol stays pure Python: no Django, Celery, kombu or ninja (DESIGN §3, §10)."""
+"""claims.protocol stays pure Python: no Django, Celery, kombu or ninja (docs/design.md §3)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Serialisation inside one engine: concurrent renew, release and re-grant (DESIGN §3).
+"""Serialisation inside one engine: concurrent renew, release and re-grant (docs/design.md §3).
 
 These run real threads against the memory store. A store subclass parks a call
 on an Event so each interleaving is forced, not hoped for; where a test must know

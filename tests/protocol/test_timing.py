@@ -1,4 +1,4 @@
-"""ClaimTiming, duration parsing and the expiry judgement (DESIGN §3, §9)."""
+"""ClaimTiming, duration parsing and the expiry judgement (docs/design.md §1)."""
 
 from __future__ import annotations
 
