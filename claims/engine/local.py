@@ -6,8 +6,9 @@ renewal. Drives run on a separate pool so a long workflow never blocks a pass.
 
 Ticks come from beat through the broker. When none has come for
 SELF_TICK_AFTER renew intervals (the broker restarting, beat down), the passes
-run on the engine's own timer until ticks return: a broker outage must not let
-every engine's claims lapse at once, nor leave parked workflows undriven.
+run on the engine's own timer, one per renew interval, until ticks return: a
+broker outage must not let every engine's claims lapse at once, nor leave parked
+workflows undriven.
 """
 
 from __future__ import annotations
@@ -133,7 +134,10 @@ class LocalEngine:
     def _await_tick(self, name: str) -> None:
         """Wait for beat's tick; without one for SELF_TICK_AFTER intervals, tick ourselves.
         The renew thread speaks for the engine in the log, once per outage."""
-        woken = self._wakeups[name].wait(SELF_TICK_AFTER * self.timing.renew_interval_ms / 1000)
+        # Once ticks are known to be missing, keep beat's own cadence of one per interval:
+        # the takeover bound (TTL + 3 x renew interval) counts on a reclaim pass that often.
+        intervals = 1.0 if self._self_ticking else SELF_TICK_AFTER
+        woken = self._wakeups[name].wait(intervals * self.timing.renew_interval_ms / 1000)
         self._wakeups[name].clear()
         if name != "renew" or self._stopped.is_set():
             return
