@@ -24,8 +24,6 @@ import json
 import multiprocessing
 import os
 import statistics
-import subprocess
-import sys
 import tempfile
 import time
 from multiprocessing.synchronize import Event
@@ -214,7 +212,7 @@ def _cpu_seconds(pid: int) -> float:
 
 def measure_idle_fleet(transport: Transport, workdir: Path) -> dict[str, float]:
     """CPU of 3 engines and beat with nothing to do, as a share of one core."""
-    from faults.processes import Process, beat_argv, engine_argv
+    from faults.processes import Process, beat_argv, engine_argv, manage
 
     workdir.mkdir(parents=True)
     env = {
@@ -228,13 +226,7 @@ def measure_idle_fleet(transport: Transport, workdir: Path) -> dict[str, float]:
         WEFTBOARD_VAR_DIR=str(workdir / "var"),
         WEFTBOARD_SECRET_KEY="benchmark-only",
     )
-    subprocess.run(
-        [sys.executable, "manage.py", "migrate", "--noinput"],
-        cwd=ROOT,
-        env=env,
-        check=True,
-        capture_output=True,
-    )
+    manage("migrate", "--noinput", env=env)
     processes = [
         Process(f"engine{n}", engine_argv(f"engine{n}"), env, workdir / f"engine{n}.log")
         for n in (1, 2, 3)

@@ -22,7 +22,7 @@ from typing import Any
 
 from django.db import connection
 
-from claims.clock import fleet_clock
+from claims.fleet_clock import fleet_clock
 from claims.models import WorkflowClaim
 from claims.protocol import (
     ClaimMetrics,
@@ -126,7 +126,7 @@ def failover(
     workflows: int = WORKFLOWS, timing: ClaimTiming = TIMING
 ) -> tuple[Run, dict[str, Any]]:
     """Kill engine A after it renewed its claims; return when B holds them all (or gave up)."""
-    import claims.runtime.demo  # noqa: F401  (registers the types the fleet runs)
+    import claims.runtime.demo_workflows  # noqa: F401  (registers the types the fleet runs)
 
     clock = fleet_clock()
     clear()

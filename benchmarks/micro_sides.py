@@ -17,7 +17,7 @@ from claims.protocol import ClaimRegistry, ClaimTiming, Holder
 from claims.protocol.records import ClaimEventRecord, EventKind
 from claims.protocol.testing import FakeClock
 from claims.store import OrmClaimStore
-from claims.store.sql import claim_statements
+from claims.store.sql.claim_rows import claim_statements
 
 ME = "bench-micro"
 DEAD = "bench-dead"

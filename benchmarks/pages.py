@@ -25,8 +25,7 @@ from django.db import connection
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
 
-from claims.clock import fleet_clock
-from claims.engine.histogram import BUCKETS_S
+from claims.fleet_clock import fleet_clock
 from claims.models import (
     BackfillJob,
     BackfillStatus,
@@ -44,6 +43,7 @@ from claims.models import (
     WorkflowStatus,
     WorkflowVisibility,
 )
+from claims.protocol.pass_histogram import BUCKETS_S
 from claims.protocol.reclaim import CURSOR_NAME
 
 from .report import Section, Target, Timing, fmt
@@ -395,7 +395,12 @@ def _operator() -> User:
     user.user_permissions.set(
         Permission.objects.filter(
             content_type__app_label="claims",
-            codename__in=["force_claim", "cancel_workflow", "schedule_backfill"],
+            codename__in=[
+                "force_claim",
+                "cancel_workflow",
+                "suspend_workflow",
+                "schedule_backfill",
+            ],
         )
     )
     return user
@@ -422,7 +427,7 @@ def p95(samples: tuple[float, ...]) -> float:
 
 def _take_snapshot() -> None:
     from claims.conf import claim_timing
-    from claims.fleet import fleet_snapshot_take
+    from claims.services.engines import fleet_snapshot_take
 
     fleet_snapshot_take(now_ms=fleet_clock()(), timing=claim_timing())
 

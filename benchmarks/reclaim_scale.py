@@ -222,7 +222,7 @@ def _idle(run_pass: Callable[[TimedTarget], Any]) -> Timing:
 
 def measure(totals: dict[int, list[int]]) -> tuple[list[Point], dict[int, Any]]:
     """For each total (one seed each), the idle pass, then each stranded count, REPS times."""
-    import claims.runtime.demo  # noqa: F401  (registers the types the fleet runs)
+    import claims.runtime.demo_workflows  # noqa: F401  (registers the types the fleet runs)
 
     measured: list[Point] = []
     per_total: dict[int, Any] = {}

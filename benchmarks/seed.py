@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -182,25 +183,22 @@ def clear() -> None:
             _execute(f"DELETE FROM {_table(model)}")
 
 
-def execute_in(sql: str, ids: list[str], params: tuple[Any, ...] = ()) -> int:
-    """Run ``sql`` (with ``{ids}`` where the id list goes) over ids in chunks; rows changed."""
-    changed = 0
+def _each_chunk(sql: str, ids: list[str], params: tuple[Any, ...]) -> Iterator[Any]:
+    """Run ``sql`` (with ``{ids}`` where the id list goes) over ids in chunks, yielding the
+    cursor after each chunk's statement."""
     with connection.cursor() as cursor:
         for start in range(0, len(ids), BATCH_SIZE):
             chunk = ids[start : start + BATCH_SIZE]
             marks = ", ".join(["%s"] * len(chunk))
             cursor.execute(sql.format(ids=marks), [*params, *chunk])
-            changed += max(cursor.rowcount, 0)
-    return changed
+            yield cursor
+
+
+def execute_in(sql: str, ids: list[str], params: tuple[Any, ...] = ()) -> int:
+    """Run ``sql`` over ids in chunks (see ``_each_chunk``); rows changed."""
+    return sum(max(cursor.rowcount, 0) for cursor in _each_chunk(sql, ids, params))
 
 
 def count_in(sql: str, ids: list[str], params: tuple[Any, ...] = ()) -> int:
     """Sum a ``SELECT COUNT(*) ... IN ({ids})`` over ids in chunks."""
-    found = 0
-    with connection.cursor() as cursor:
-        for start in range(0, len(ids), BATCH_SIZE):
-            chunk = ids[start : start + BATCH_SIZE]
-            marks = ", ".join(["%s"] * len(chunk))
-            cursor.execute(sql.format(ids=marks), [*params, *chunk])
-            found += int(cursor.fetchone()[0])
-    return found
+    return sum(int(cursor.fetchone()[0]) for cursor in _each_chunk(sql, ids, params))

@@ -16,6 +16,7 @@ from claims import models
 from claims.backfill.admin import BackfillJobAdminBase
 from claims.protocol.errors import InvalidInputError
 from claims.protocol.text import check_identifier
+from claims.store.rows import EVENT_TRANSITION_FIELDS, HOLDER_COLUMNS
 from claims.tokens import api_token_mint, api_tokens_revoke
 
 
@@ -30,20 +31,25 @@ class ReadOnlyAdmin(admin.ModelAdmin):
         return False
 
 
+class LargeTableAdmin(ReadOnlyAdmin):
+    """For the tables that grow with the workflows: the changelist does not count the whole
+    table on every page."""
+
+    show_full_result_count = False
+
+
 @admin.register(models.Workflow)
-class WorkflowAdmin(ReadOnlyAdmin):
+class WorkflowAdmin(LargeTableAdmin):
     list_display = ["workflow_id", "workflow_type", "status", "created_at_ms", "updated_at_ms"]
     list_filter = ["status", "workflow_type"]
     search_fields = ["workflow_id"]
-    show_full_result_count = False
 
 
 @admin.register(models.WorkflowVisibility)
-class WorkflowVisibilityAdmin(ReadOnlyAdmin):
+class WorkflowVisibilityAdmin(LargeTableAdmin):
     list_display = ["workflow_id", "status", "workflow_type", "updated_at_ms"]
     list_filter = ["status", "workflow_type"]
     search_fields = ["workflow_id"]
-    show_full_result_count = False
 
 
 @admin.register(models.VisibilityWatermark)
@@ -52,17 +58,9 @@ class VisibilityWatermarkAdmin(ReadOnlyAdmin):
 
 
 @admin.register(models.WorkflowClaim)
-class WorkflowClaimAdmin(ReadOnlyAdmin):
-    list_display = [
-        "workflow_id",
-        "epoch",
-        "holder_engine_id",
-        "holder_epoch",
-        "holder_expires_at_ms",
-        "holder_claimed_at_ms",
-    ]
+class WorkflowClaimAdmin(LargeTableAdmin):
+    list_display = ["workflow_id", "epoch", *HOLDER_COLUMNS]
     search_fields = ["workflow_id", "holder_engine_id"]
-    show_full_result_count = False
 
 
 @admin.register(models.OwnershipModeMarker)
@@ -105,24 +103,15 @@ class ReclaimCursorAdmin(ReadOnlyAdmin):
 
 
 @admin.register(models.ClaimEvent)
-class ClaimEventAdmin(ReadOnlyAdmin):
-    list_display = [
-        "at_ms",
-        "workflow_id",
-        "kind",
-        "epoch_before",
-        "epoch_after",
-        "engine_id",
-        "actor",
-    ]
+class ClaimEventAdmin(LargeTableAdmin):
+    list_display = ["at_ms", *EVENT_TRANSITION_FIELDS]
     list_filter = ["kind"]
     search_fields = ["workflow_id", "engine_id", "actor"]
-    show_full_result_count = False
 
 
 @admin.register(models.BackfillJob)
 class BackfillJobAdmin(BackfillJobAdminBase, ReadOnlyAdmin):
-    """Jobs are read-only rows; scheduling and cancelling go through claims.backfill."""
+    """Jobs are read-only rows; scheduling and cancelling go through claims.services.backfills."""
 
 
 class ApiTokenForm(forms.ModelForm):

@@ -45,7 +45,8 @@ def _parsed_timing(ttl: object, renew_interval: object) -> ClaimTiming:
 def read_only_reason() -> str | None:
     """Why writes are switched off fleet-wide (WEFTBOARD_READ_ONLY), or None when they are on.
 
-    Every interface (pages, API, admin actions) asks this before any write and shows the reason.
+    The services refuse every operator write while it is set (claims.services.rules); the
+    interfaces ask it too, to hide their buttons and show the reason.
     """
     reason = str(getattr(settings, "WEFTBOARD_READ_ONLY", "") or "").strip()
     if not reason or reason.lower() in {"0", "false", "no", "off"}:

@@ -7,8 +7,8 @@ so fleet counters never go down. No workflow id is ever a label.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from typing import Any
+from collections.abc import Iterable, Iterator, Mapping
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from prometheus_client.core import (
     CounterMetricFamily,
@@ -18,11 +18,23 @@ from prometheus_client.core import (
 )
 from prometheus_client.registry import Collector
 
-from claims.engine.histogram import BUCKETS_S
 from claims.protocol.constants import OUTCOMES
+from claims.protocol.pass_histogram import BUCKETS_S
+
+if TYPE_CHECKING:
+    from claims.selectors import FleetMetrics
 
 PASS_NAMES = ("renew", "reclaim", "wake")
 CANDIDATE_SOURCES = ("stale_holders", "unheld_indexed", "authoritative_scan", "pending_redrives")
+
+F = TypeVar("F", CounterMetricFamily, GaugeMetricFamily)
+
+
+def _by_label(family: F, labels: Iterable[str], values: Mapping[str, float]) -> F:
+    """The family with one sample per label, every label present: 0 where nothing counted."""
+    for label in labels:
+        family.add_metric([label], values.get(label, 0))
+    return family
 
 
 def _histogram(name: str, documentation: str, summaries: list[dict[str, Any]]) -> Metric:
@@ -44,6 +56,80 @@ def _histogram(name: str, documentation: str, summaries: list[dict[str, Any]]) -
     return family
 
 
+def _claim_families(fleet: FleetMetrics) -> Iterator[Metric]:
+    """weft's three claim families, summed over the fleet."""
+    yield _by_label(
+        CounterMetricFamily(
+            "weft_workflow_claim_attempts",
+            "Total per-workflow ownership claim attempts, by outcome",
+            labels=["outcome"],
+        ),
+        OUTCOMES,
+        fleet.counters,
+    )
+    yield GaugeMetricFamily(
+        "weft_workflow_claims_active",
+        "Workflows this engine currently holds a claim for",
+        value=fleet.active_claims,
+    )
+    yield CounterMetricFamily(
+        "weft_workflow_claim_renewal_failures",
+        "Total per-workflow claim renewal failures",
+        value=fleet.counters.get("renewal_failures", 0),
+    )
+
+
+def _engine_families(fleet: FleetMetrics) -> Iterator[Metric]:
+    """Rejected broker messages, engines by status and pending re-drives."""
+    yield CounterMetricFamily(
+        "weftboard_broker_messages_rejected",
+        "Broker messages an engine could not decode, logged with their queue and set aside",
+        value=fleet.counters.get("broker_rejected", 0),
+    )
+    engines = GaugeMetricFamily("weftboard_engines", "Engines by status", labels=["status"])
+    for status, count in fleet.engines_by_status.items():
+        engines.add_metric([status], count)
+    yield engines
+    yield GaugeMetricFamily(
+        "weftboard_pending_redrives",
+        "Claimed workflows whose drive failed and awaits a retry",
+        value=fleet.pending_redrives,
+    )
+
+
+def _reclaim_families(fleet: FleetMetrics) -> Iterator[Metric]:
+    """The authoritative scan's progress and the last passes' candidates by source."""
+    yield CounterMetricFamily(
+        "weftboard_reclaim_cursor_wraps",
+        "Times the authoritative reclaim scan wrapped to the start of the workflow table",
+        value=fleet.cursor_wraps,
+    )
+    yield CounterMetricFamily(
+        "weftboard_reclaim_scanned_workflows",
+        "Workflow rows read by the authoritative reclaim scan",
+        value=fleet.cursor_scanned,
+    )
+    yield _by_label(
+        GaugeMetricFamily(
+            "weftboard_reclaim_candidates",
+            "Reclaim candidates found by the last pass of each live engine, by source",
+            labels=["source"],
+        ),
+        CANDIDATE_SOURCES,
+        fleet.candidates_by_source,
+    )
+
+
+def _backfill_progress(fleet: FleetMetrics) -> Metric:
+    backfill = GaugeMetricFamily(
+        "weftboard_backfill_progress_ratio",
+        "Progress of the active visibility backfill (0 to 1); absent when none runs",
+    )
+    if fleet.backfill_progress is not None:
+        backfill.add_metric([], fleet.backfill_progress)
+    return backfill
+
+
 class FleetCollector(Collector):
     def describe(self) -> Iterator[Metric]:
         # Without describe(), registering would call collect() and query the
@@ -54,68 +140,15 @@ class FleetCollector(Collector):
         from claims import selectors
 
         fleet = selectors.fleet_metrics()
-        attempts = CounterMetricFamily(
-            "weft_workflow_claim_attempts",
-            "Total per-workflow ownership claim attempts, by outcome",
-            labels=["outcome"],
-        )
-        for outcome in OUTCOMES:
-            attempts.add_metric([outcome], fleet.counters.get(outcome, 0))
-        yield attempts
-        yield GaugeMetricFamily(
-            "weft_workflow_claims_active",
-            "Workflows this engine currently holds a claim for",
-            value=fleet.active_claims,
-        )
-        yield CounterMetricFamily(
-            "weft_workflow_claim_renewal_failures",
-            "Total per-workflow claim renewal failures",
-            value=fleet.counters.get("renewal_failures", 0),
-        )
-        yield CounterMetricFamily(
-            "weftboard_broker_messages_rejected",
-            "Broker messages an engine could not decode, logged with their queue and set aside",
-            value=fleet.counters.get("broker_rejected", 0),
-        )
-        engines = GaugeMetricFamily("weftboard_engines", "Engines by status", labels=["status"])
-        for status, count in fleet.engines_by_status.items():
-            engines.add_metric([status], count)
-        yield engines
-        yield GaugeMetricFamily(
-            "weftboard_pending_redrives",
-            "Claimed workflows whose drive failed and awaits a retry",
-            value=fleet.pending_redrives,
-        )
-        yield CounterMetricFamily(
-            "weftboard_reclaim_cursor_wraps",
-            "Times the authoritative reclaim scan wrapped to the start of the workflow table",
-            value=fleet.cursor_wraps,
-        )
-        yield CounterMetricFamily(
-            "weftboard_reclaim_scanned_workflows",
-            "Workflow rows read by the authoritative reclaim scan",
-            value=fleet.cursor_scanned,
-        )
-        candidates = GaugeMetricFamily(
-            "weftboard_reclaim_candidates",
-            "Reclaim candidates found by the last pass of each live engine, by source",
-            labels=["source"],
-        )
-        for source in CANDIDATE_SOURCES:
-            candidates.add_metric([source], fleet.candidates_by_source.get(source, 0))
-        yield candidates
+        yield from _claim_families(fleet)
+        yield from _engine_families(fleet)
+        yield from _reclaim_families(fleet)
         yield _histogram(
             "weftboard_pass_duration_seconds",
             "Duration of engine sub-passes",
             fleet.pass_summaries,
         )
-        backfill = GaugeMetricFamily(
-            "weftboard_backfill_progress_ratio",
-            "Progress of the active visibility backfill (0 to 1); absent when none runs",
-        )
-        if fleet.backfill_progress is not None:
-            backfill.add_metric([], fleet.backfill_progress)
-        yield backfill
+        yield _backfill_progress(fleet)
 
 
 _registered = False

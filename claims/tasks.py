@@ -24,16 +24,11 @@ def engine_tick() -> None:
 def fan_out_ticks() -> int:
     """Send a tick to the direct queue of every engine not known dead."""
     from claims.conf import claim_timing
-    from claims.models import Engine, EngineStatus
+    from claims.selectors.engine_queues import engine_tick_queues
 
     interval_s = claim_timing().renew_interval_ms / 1000
-    queues = (
-        Engine.objects.exclude(status__in=[EngineStatus.DEAD, EngineStatus.STOPPED])
-        .exclude(queue="")
-        .values_list("queue", flat=True)
-    )
     sent = 0
-    for queue in queues:
+    for queue in engine_tick_queues():
         # Expiring after one interval keeps ticks from piling up behind a stalled engine.
         engine_tick.apply_async(queue=queue, expires=interval_s)
         sent += 1
@@ -42,11 +37,11 @@ def fan_out_ticks() -> int:
 
 @shared_task(name="claims.mark_silent_engines_dead", ignore_result=True)
 def mark_silent_engines_dead() -> int:
-    from claims.clock import fleet_clock
-    from claims.conf import claim_timing
-    from claims.fleet import engines_mark_silent_dead
+    from claims.fleet_clock import fleet_now
+    from claims.services.engines import engines_mark_silent_dead
 
-    return engines_mark_silent_dead(now_ms=fleet_clock()(), ttl_ms=claim_timing().ttl_ms)
+    now_ms, timing = fleet_now()
+    return engines_mark_silent_dead(now_ms=now_ms, ttl_ms=timing.ttl_ms)
 
 
 @shared_task(name="claims.adopt", ignore_result=True)
@@ -63,7 +58,7 @@ def adopt(workflow_id: str, epoch: int) -> str:
 @shared_task(name="claims.demo_start_workflows", ignore_result=True)
 def demo_start_workflows(count: int) -> int:
     """Keeps the demo fleet busy (scheduled only when WEFTBOARD_DEMO_RATE is set)."""
-    from claims.demo import demo_trickle_start
+    from claims.demo_seed import demo_trickle_start
 
     return len(demo_trickle_start(count=int(count)))
 
@@ -88,8 +83,8 @@ def backfill_run_due() -> str | None:
 @shared_task(name="claims.fleet_snapshot", ignore_result=True)
 def fleet_snapshot() -> None:
     """Beat takes the overview's fleet aggregates once per renew interval."""
-    from claims.clock import fleet_clock
-    from claims.conf import claim_timing
-    from claims.fleet import fleet_snapshot_take
+    from claims.fleet_clock import fleet_now
+    from claims.services.engines import fleet_snapshot_take
 
-    fleet_snapshot_take(now_ms=fleet_clock()(), timing=claim_timing())
+    now_ms, timing = fleet_now()
+    fleet_snapshot_take(now_ms=now_ms, timing=timing)

@@ -12,7 +12,7 @@ import statistics
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 
-from .fleet import Timing
+from .fleet_under_test import Timing
 from .history import History, LedgerRow
 from .nemesis import FaultRecord
 from .watch import Stretch

@@ -104,11 +104,15 @@ class LedgerRow:
 
 @dataclass
 class History:
-    claims: dict[str, list[ClaimVersion]]
-    checkpoints: dict[str, list[Checkpoint]]
-    final_status: dict[str, str]
-    ledger: dict[str, list[LedgerRow]]
-    events: dict[str, list[tuple[str, int | None, int | None]]]
+    """What the run left behind, per workflow; each part starts empty and fills as read."""
+
+    claims: dict[str, list[ClaimVersion]] = field(default_factory=lambda: defaultdict(list))
+    checkpoints: dict[str, list[Checkpoint]] = field(default_factory=lambda: defaultdict(list))
+    final_status: dict[str, str] = field(default_factory=dict)
+    ledger: dict[str, list[LedgerRow]] = field(default_factory=lambda: defaultdict(list))
+    events: dict[str, list[tuple[str, int | None, int | None]]] = field(
+        default_factory=lambda: defaultdict(list)
+    )
     # The workflows of the "ledger" type, whose every step leaves a ledger row.
     ledger_workflows: set[str] = field(default_factory=set)
 
@@ -126,13 +130,7 @@ def _decoded(value: Any) -> Any:
 
 
 def history_read() -> History:
-    history = History(
-        claims=defaultdict(list),
-        checkpoints=defaultdict(list),
-        final_status={},
-        ledger=defaultdict(list),
-        events=defaultdict(list),
-    )
+    history = History()
     with connection.cursor() as cursor:
         cursor.execute(
             f"SELECT workflow_id, epoch, holder_engine_id, holder_epoch, at_ms FROM {CLAIM_LOG}"

@@ -29,8 +29,9 @@ from django.db import close_old_connections, connection
 
 from claims.models import Engine, EngineStatus, Workflow, WorkflowClaim, WorkflowStatus
 
-from .fleet import EngineSlot, Fleet
+from .fleet_under_test import EngineSlot, Fleet
 from .history import database_now_ms
+from .processes import BackgroundThread
 
 KINDS = (
     "kill",
@@ -57,7 +58,7 @@ class FaultRecord:
 
 
 @dataclass
-class Nemesis:
+class Nemesis(BackgroundThread):
     fleet: Fleet
     seed: int
     until_monotonic: float
@@ -66,18 +67,7 @@ class Nemesis:
     errors: list[str] = field(default_factory=list)
     _stop: threading.Event = field(default_factory=threading.Event)
     _thread: threading.Thread | None = None
-
-    def start(self) -> None:
-        self._thread = threading.Thread(target=self._run, name="nemesis", daemon=True)
-        self._thread.start()
-
-    def join(self) -> None:
-        if self._thread is not None:
-            self._thread.join()
-
-    def stop(self) -> None:
-        self._stop.set()
-        self.join()
+    thread_name = "nemesis"
 
     # -- schedule --------------------------------------------------------------------------
 

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
-from .fleet import Timing
+from .fleet_under_test import Timing
 
 
 @dataclass

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 import subprocess
+import sys
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import IO, TypeVar
+from typing import IO, ClassVar, TypeVar
 
 T = TypeVar("T")
 
@@ -17,7 +20,41 @@ VENV_BIN = REPO / ".venv" / "bin"
 STOP_TIMEOUT_S = 20
 
 
-def engine_argv(name: str, *, pool: str = "threads", loglevel: str = "INFO") -> list[str]:
+def manage(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    """Run ``manage.py`` with ``args`` in the checkout under ``env``; raises if it fails."""
+    return subprocess.run(
+        [sys.executable, "manage.py", *args],
+        cwd=REPO,
+        env=env,
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on just now."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def redis_answers(port: int) -> bool:
+    """Whether a Redis server on 127.0.0.1:``port`` answers a ping."""
+    import redis
+
+    client = redis.Redis(port=port, socket_connect_timeout=1, socket_timeout=1)
+    try:
+        return bool(client.ping())
+    except redis.RedisError:
+        return False
+    finally:
+        client.close()
+
+
+def engine_argv(
+    name: str, *, pool: str = "threads", concurrency: int = 4, loglevel: str = "INFO"
+) -> list[str]:
     """The command line of one engine: a Celery worker on its own queue (named after it)."""
     return [
         str(VENV_BIN / "celery"),
@@ -27,7 +64,7 @@ def engine_argv(name: str, *, pool: str = "threads", loglevel: str = "INFO") -> 
         "--pool",
         pool,
         "--concurrency",
-        "4",
+        str(concurrency),
         "--hostname",
         f"{name}@%h",
         "--without-gossip",
@@ -132,3 +169,28 @@ class Process:
                 self.popen.kill()
                 self.popen.wait()
         self._log.close()
+
+
+class BackgroundThread:
+    """Runs ``self._run`` on a daemon thread named ``thread_name`` until ``stop()``. The
+    dataclasses using it declare the ``_stop`` event and ``_thread`` as fields; ``_run``
+    waits on ``_stop`` between its rounds."""
+
+    thread_name: ClassVar[str]
+    _stop: threading.Event
+    _thread: threading.Thread | None
+
+    def _run(self) -> None:
+        raise NotImplementedError
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._run, name=self.thread_name, daemon=True)
+        self._thread.start()
+
+    def join(self) -> None:
+        if self._thread is not None:
+            self._thread.join()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self.join()

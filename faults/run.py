@@ -7,19 +7,9 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from .checks import (
-    Check,
-    Failover,
-    api_check,
-    checkpoints_check,
-    epochs_check,
-    failover_measure,
-    ghosts_seen,
-    ledger_check,
-    metrics_check,
-    stranded_check,
-)
-from .fleet import Fleet
+from . import checks
+from .checks import Check, Failover
+from .fleet_under_test import Fleet
 from .history import database_now_ms, history_read, install_recorders
 from .nemesis import FaultRecord, Nemesis
 from .options import Options
@@ -171,19 +161,19 @@ def run(options: Options, token: str, log: Callable[[str], None]) -> Outcome:
     errors += [f"stranded watch: {e}" for e in watch.errors[:3]]
     history = history_read()
     records = nemesis.records if nemesis is not None else []
-    checks = [
-        checkpoints_check(history),
-        epochs_check(history),
-        stranded_check(watch.stretches, last_fault_ms, timing, final_unowned),
-        ledger_check(history, records, timing),
-        metrics_check(metrics.scrapes, final_scrape, per_engine),
-        api_check(dict(workload.operations), dict(workload.start_failures)),
+    verdicts = [
+        checks.checkpoints_check(history),
+        checks.epochs_check(history),
+        checks.stranded_check(watch.stretches, last_fault_ms, timing, final_unowned),
+        checks.ledger_check(history, records, timing),
+        checks.metrics_check(metrics.scrapes, final_scrape, per_engine),
+        checks.api_check(dict(workload.operations), dict(workload.start_failures)),
     ]
     statuses = dict(Counter(history.final_status.values()))
     return Outcome(
         options=options,
-        checks=checks,
-        failover=failover_measure(history, records, timing),
+        checks=verdicts,
+        failover=checks.failover_measure(history, records, timing),
         faults=records,
         workload={
             "started": len(workload.started),
@@ -194,5 +184,5 @@ def run(options: Options, token: str, log: Callable[[str], None]) -> Outcome:
         },
         harness_errors=errors,
         elapsed_s=time.monotonic() - started,
-        ghosts=ghosts_seen(watch.stretches, records),
+        ghosts=checks.ghosts_seen(watch.stretches, records),
     )

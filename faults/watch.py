@@ -20,6 +20,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from claims.models import Workflow, WorkflowClaim
 
 from .history import database_now_ms
+from .processes import BackgroundThread
 
 FLEET_COUNTERS = ("weft_workflow_claim_attempts", "weft_workflow_claim_renewal_failures")
 
@@ -34,7 +35,7 @@ class Stretch:
 
 
 @dataclass
-class StrandedWatch:
+class StrandedWatch(BackgroundThread):
     grace_ms: int
     bound_ms: int
     interval_s: float = 0.5
@@ -46,15 +47,10 @@ class StrandedWatch:
     _open: dict[str, tuple[int, bool]] = field(default_factory=dict)
     _stop: threading.Event = field(default_factory=threading.Event)
     _thread: threading.Thread | None = None
-
-    def start(self) -> None:
-        self._thread = threading.Thread(target=self._run, name="stranded-watch", daemon=True)
-        self._thread.start()
+    thread_name = "stranded-watch"
 
     def stop(self) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join()
+        super().stop()
         now = database_now_ms()
         for workflow_id, (first, held) in self._open.items():
             self.stretches.setdefault(workflow_id, []).append(Stretch(first, now, held))
@@ -123,22 +119,14 @@ def fleet_counters(text: str) -> dict[str, float]:
 
 
 @dataclass
-class MetricsWatch:
+class MetricsWatch(BackgroundThread):
     url: str
     interval_s: float = 2.0
     scrapes: list[dict[str, float]] = field(default_factory=list)
     failures: int = 0
     _stop: threading.Event = field(default_factory=threading.Event)
     _thread: threading.Thread | None = None
-
-    def start(self) -> None:
-        self._thread = threading.Thread(target=self._run, name="metrics-watch", daemon=True)
-        self._thread.start()
-
-    def stop(self) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join()
+    thread_name = "metrics-watch"
 
     def scrape(self) -> dict[str, float] | None:
         try:

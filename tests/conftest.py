@@ -23,23 +23,22 @@ def require_service(name: str, reachable: bool, reason: str) -> None:
 
 # Signed-in clients for the ``operator`` and ``viewer`` users each test package defines
 # with the permissions it needs.
-@pytest.fixture
-def operator_client(operator: Any) -> Client:
+def _signed_in(user: Any) -> Client:
     # The process-wide fleet clock calibrates against the database on first use; do it
     # here, so query counts do not depend on which test happened to run first.
-    from claims.clock import fleet_clock
+    from claims.fleet_clock import fleet_clock
 
     fleet_clock()
     client = Client()
-    client.force_login(operator)
+    client.force_login(user)
     return client
+
+
+@pytest.fixture
+def operator_client(operator: Any) -> Client:
+    return _signed_in(operator)
 
 
 @pytest.fixture
 def viewer_client(viewer: Any) -> Client:
-    from claims.clock import fleet_clock
-
-    fleet_clock()
-    client = Client()
-    client.force_login(viewer)
-    return client
+    return _signed_in(viewer)

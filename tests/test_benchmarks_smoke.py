@@ -20,10 +20,11 @@ from claims.protocol import ClaimTiming
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
 
-def test_layout_bands_are_disjoint_and_cover_their_counts() -> None:
-    layout = Layout(
+def _small_layout(*, now_ms: int) -> Layout:
+    """A thousand workflows: 100 held, 10 in grace, 50 reserve, 20 never claimed."""
+    return Layout(
         total=1_000,
-        now_ms=0,
+        now_ms=now_ms,
         ttl_ms=30_000,
         renew_interval_ms=5_000,
         held=100,
@@ -31,6 +32,10 @@ def test_layout_bands_are_disjoint_and_cover_their_counts() -> None:
         reserve=50,
         ownerless=20,
     )
+
+
+def test_layout_bands_are_disjoint_and_cover_their_counts() -> None:
+    layout = _small_layout(now_ms=0)
     bands = {name: layout.ids(name) for name in ("held", "in_grace", "reserve", "ownerless")}
     every = [wf for ids in bands.values() for wf in ids]
     assert [len(ids) for ids in bands.values()] == [100, 10, 50, 20]
@@ -39,16 +44,7 @@ def test_layout_bands_are_disjoint_and_cover_their_counts() -> None:
 
 @pytest.mark.django_db(transaction=True)
 def test_seed_loads_workflows_visibility_and_claim_rows_by_band() -> None:
-    layout = Layout(
-        total=1_000,
-        now_ms=1_700_000_000_000,
-        ttl_ms=30_000,
-        renew_interval_ms=5_000,
-        held=100,
-        in_grace=10,
-        reserve=50,
-        ownerless=20,
-    )
+    layout = _small_layout(now_ms=1_700_000_000_000)
     seed(layout)
 
     assert Workflow.objects.count() == 1_000

@@ -31,8 +31,7 @@ from claims.backfill import (
     BackfillNotActiveError,
     BackfillReadOnlyError,
 )
-from claims.clock import fleet_clock
-from claims.conf import claim_timing
+from claims.fleet_clock import fleet_now
 from claims.protocol.errors import (
     ClaimConfigError,
     InvalidTransitionError,
@@ -43,6 +42,7 @@ from claims.protocol.errors import (
 )
 from claims.runtime.errors import UnknownWorkflowTypeError
 from claims.selectors.ownership import claim_snapshot
+from claims.services.rules import ReadOnlyError
 from claims.tokens import api_token_authenticate
 
 logger = logging.getLogger("weftboard.api")
@@ -99,7 +99,8 @@ api.add_router("/", claims_router)
 
 def _stale_epoch(request: HttpRequest, exc: Any) -> HttpResponse:
     """409 with the claim as it is now, so the client re-decides instead of retrying blind."""
-    snapshot = claim_snapshot(exc.workflow_id, now_ms=fleet_clock()(), timing=claim_timing())
+    now_ms, timing = fleet_now()
+    snapshot = claim_snapshot(exc.workflow_id, now_ms=now_ms, timing=timing)
     body = StaleEpochOut(
         detail=str(exc),
         workflow_id=exc.workflow_id,
@@ -148,7 +149,8 @@ ERROR_STATUS: dict[type[Exception], int] = {
     BackfillAlreadyActiveError: 409,
     BackfillNotActiveError: 409,
     BackfillInThePastError: 422,
-    # A ClaimConfigError, but the read-only switch is a refusal, not bad input.
+    # ClaimConfigErrors, but the read-only switch is a refusal, not bad input.
+    ReadOnlyError: 403,
     BackfillReadOnlyError: 403,
 }
 

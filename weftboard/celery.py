@@ -27,37 +27,25 @@ def schedule_passes(sender: Celery, **kwargs: Any) -> None:
     from claims.conf import claim_timing
 
     timing = claim_timing()
+    renew_s, ttl_s = timing.renew_interval_ms / 1000, timing.ttl_ms / 1000
     sender.conf.beat_schedule = {
-        "fan-out-engine-ticks": {
-            "task": "claims.fan_out_ticks",
-            "schedule": timing.renew_interval_ms / 1000,
-            "options": {"expires": timing.renew_interval_ms / 1000},
-        },
-        "fleet-snapshot": {
-            "task": "claims.fleet_snapshot",
-            "schedule": timing.renew_interval_ms / 1000,
-            "options": {"expires": timing.renew_interval_ms / 1000},
-        },
-        "mark-silent-engines-dead": {
-            "task": "claims.mark_silent_engines_dead",
-            "schedule": timing.ttl_ms / 1000,
-            "options": {"expires": timing.ttl_ms / 1000},
-        },
+        "fan-out-engine-ticks": _every(renew_s, "claims.fan_out_ticks"),
+        "fleet-snapshot": _every(renew_s, "claims.fleet_snapshot"),
+        "mark-silent-engines-dead": _every(ttl_s, "claims.mark_silent_engines_dead"),
         # Starts scheduled backfills when due and resumes one whose runner died; a live
         # runner holds the backfill lease, so this returns at once while one is working.
-        "backfill-run-due": {
-            "task": "claims.backfill_run_due",
-            "schedule": BACKFILL_POLL_S,
-            "options": {"expires": BACKFILL_POLL_S},
-        },
+        "backfill-run-due": _every(BACKFILL_POLL_S, "claims.backfill_run_due"),
     }
     from django.conf import settings
 
     per_minute = settings.WEFTBOARD_DEMO_RATE
     if per_minute > 0:
-        sender.conf.beat_schedule["demo-start-workflows"] = {
-            "task": "claims.demo_start_workflows",
-            "schedule": 10.0,
-            "args": (max(1, round(per_minute / 6)),),
-            "options": {"expires": 10.0},
-        }
+        sender.conf.beat_schedule["demo-start-workflows"] = _every(
+            10.0, "claims.demo_start_workflows", args=(max(1, round(per_minute / 6)),)
+        )
+
+
+def _every(seconds: float, task: str, **entry: Any) -> dict[str, Any]:
+    """A beat entry run every ``seconds``; a run still queued when the next is due expires,
+    so a stalled worker does not come back to a backlog of the same task."""
+    return {"task": task, "schedule": seconds, "options": {"expires": seconds}, **entry}

@@ -1,8 +1,9 @@
 """The read-only switch, for the admin: every write there is refused with the reason.
 
-The pages and the API ask ``read_only_reason()`` before each write; the admin has many
-writes of its own (users, groups, tokens, and each model's add, change, delete and
-actions), so one middleware refuses every unsafe request to it instead. Signing in and
+The services refuse every operator write while it is on (claims.services.rules), whatever
+interface asked; the admin also has many writes of its own (users, groups, tokens, and
+each model's add, change, delete and actions), so one middleware refuses every unsafe
+request to it. Signing in and
 out stay open: an operator must be able to look, and to leave.
 """
 

@@ -4,27 +4,22 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
 
-import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
-BASE_DIR = Path(__file__).resolve().parent.parent
-# The embedded database, broker spool, beat schedule and logs; a soak run or a second
-# local fleet points this elsewhere.
-VAR_DIR = Path(os.environ.get("WEFTBOARD_VAR_DIR", "").strip() or BASE_DIR / "var").resolve()
+from weftboard.env_settings import (
+    BASE_DIR,
+    broker_config,
+    cache_config,
+    database_config,
+    env_flag,
+    env_int,
+    env_list,
+    env_text,
+)
 
-
-def env_flag(name: str, *, default: bool = False) -> bool:
-    value = os.environ.get(name)
-    if value is None or value.strip() == "":
-        return default
-    return value.strip().lower() in {"1", "true", "yes", "on"}
-
-
-def env_list(name: str, *, default: str) -> list[str]:
-    return [item.strip() for item in os.environ.get(name, default).split(",") if item.strip()]
-
+# A setting too: commands find the embedded database's folder as settings.VAR_DIR.
+from weftboard.env_settings import VAR_DIR as VAR_DIR
 
 DEBUG = env_flag("WEFTBOARD_DEBUG")
 
@@ -94,43 +89,6 @@ TEMPLATES = [
 ]
 
 
-def database_config() -> dict[str, Any]:
-    """The default database from DATABASE_URL, or the embedded SQLite file under var/."""
-    url = os.environ.get("DATABASE_URL", "").strip()
-    if not url:
-        # SQLite cannot create the directory that holds its file.
-        VAR_DIR.mkdir(exist_ok=True)
-        url = f"sqlite:///{VAR_DIR / 'weftboard.sqlite3'}"
-    config: dict[str, Any] = dict(dj_database_url.parse(url, conn_max_age=0))
-    options: dict[str, Any] = config.setdefault("OPTIONS", {})
-    engine = config["ENGINE"]
-    if engine == "django.db.backends.sqlite3":
-        # IMMEDIATE takes the write lock at BEGIN, so two writers wait on the busy
-        # timeout instead of failing mid-transaction with "database is locked";
-        # WAL lets readers proceed while one engine writes.
-        options.setdefault("transaction_mode", "IMMEDIATE")
-        options.setdefault("timeout", 20)
-        options.setdefault("init_command", "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;")
-        # Concurrency tests need real file locking, which an in-memory test database lacks.
-        test_name = os.environ.get("WEFTBOARD_TEST_DB_NAME", "").strip() or "weftboard"
-        config["TEST"] = {"NAME": str(VAR_DIR / f"test-{test_name}.sqlite3")}
-        config["ENGINE"] = "django_prometheus.db.backends.sqlite3"
-    elif engine == "django.db.backends.postgresql":
-        # libpq's PGAPPNAME names a process's sessions in pg_stat_activity (one per engine).
-        options.setdefault(
-            "application_name", os.environ.get("PGAPPNAME", "").strip() or "weftboard"
-        )
-        # The store prepares its claim statements server-side; a pooler that cannot keep
-        # prepared statements (PgBouncer in transaction mode before 1.21) needs them off.
-        if not env_flag("WEFTBOARD_DB_PREPARED_STATEMENTS", default=True):
-            options["prepare_threshold"] = None
-        # Lets two test runs share one server without dropping each other's database.
-        if test_name := os.environ.get("WEFTBOARD_TEST_DB_NAME", "").strip():
-            config["TEST"] = {"NAME": f"test_{test_name}"}
-        config["ENGINE"] = "django_prometheus.db.backends.postgresql"
-    return config
-
-
 DATABASES = {"default": database_config()}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
@@ -159,7 +117,7 @@ STATICFILES_DIRS = [BASE_DIR / "static"]
 # Production runs `collectstatic` into WEFTBOARD_STATIC_ROOT: compressed files under hashed
 # names that browsers may cache for good. Without it (development, tests) WhiteNoise serves
 # the source folders as they are.
-_static_root = os.environ.get("WEFTBOARD_STATIC_ROOT", "").strip()
+_static_root = env_text("WEFTBOARD_STATIC_ROOT")
 STATIC_ROOT = Path(_static_root).resolve() if _static_root else None
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
@@ -173,7 +131,7 @@ WHITENOISE_USE_FINDERS = not _static_root
 WHITENOISE_AUTOREFRESH = DEBUG
 
 # Under ./scripts/run every process writes to one terminal: each line names its process.
-PROCESS_NAME = os.environ.get("WEFTBOARD_PROCESS_NAME", "").strip()
+PROCESS_NAME = env_text("WEFTBOARD_PROCESS_NAME")
 _LOG_PREFIX = f"{PROCESS_NAME} " if PROCESS_NAME else ""
 LOGGING = {
     "version": 1,
@@ -206,60 +164,27 @@ CELERY_WORKER_TASK_LOG_FORMAT = (
 
 # Durations like "30s" or "9999ms"; claims.conf validates them at startup.
 # Modules whose @workflow functions an engine registers at boot.
-WEFTBOARD_WORKFLOW_MODULES = env_list("WEFTBOARD_WORKFLOW_MODULES", default="claims.runtime.demo")
+WEFTBOARD_WORKFLOW_MODULES = env_list(
+    "WEFTBOARD_WORKFLOW_MODULES", default="claims.runtime.demo_workflows"
+)
 
 # A global switch that refuses every operator write; any text is shown as the reason.
-WEFTBOARD_READ_ONLY = os.environ.get("WEFTBOARD_READ_ONLY", "").strip()
+WEFTBOARD_READ_ONLY = env_text("WEFTBOARD_READ_ONLY")
 
 # Writes per user through the JSON API, e.g. "60/min" (ninja throttle syntax).
-WEFTBOARD_API_WRITE_RATE = os.environ.get("WEFTBOARD_API_WRITE_RATE", "60/min").strip()
+WEFTBOARD_API_WRITE_RATE = env_text("WEFTBOARD_API_WRITE_RATE", "60/min")
 
-WEFTBOARD_METRICS_TOKEN = os.environ.get("WEFTBOARD_METRICS_TOKEN", "").strip()
+WEFTBOARD_METRICS_TOKEN = env_text("WEFTBOARD_METRICS_TOKEN")
 
 WEFT_CLAIM_TTL = os.environ.get("WEFT_CLAIM_TTL", "30s")
 WEFT_CLAIM_RENEW_INTERVAL = os.environ.get("WEFT_CLAIM_RENEW_INTERVAL", "5s")
 
 
-def broker_config(url: str) -> tuple[str | None, dict[str, Any]]:
-    """The kombu transport class (None: the URL's own) and options for a broker URL."""
-    scheme = url.split("://", 1)[0].lower()
-    if scheme == "spool":
-        # The embedded broker (weftboard.broker.spool): safe for many processes. Polling
-        # every 0.1 s puts a tick on an engine within about 0.1 s for about 0.3 % of a core.
-        return None, {"spool_folder": str(VAR_DIR / "broker"), "polling_interval": 0.1}
-    if scheme == "filesystem":
-        raise ImproperlyConfigured(
-            "CELERY_BROKER_URL=filesystem:// is kombu's filesystem transport, which hands "
-            "consumers half-written messages when several processes share it; leave "
-            "CELERY_BROKER_URL unset for the embedded spool:// broker, or use Redis"
-        )
-    if scheme in {"redis", "rediss"}:
-        # The same transport, but a message that does not decode cannot stop a worker.
-        return "weftboard.broker.guarded_redis:Transport", {}
-    return None, {}
-
-
-CELERY_BROKER_URL = os.environ.get("CELERY_BROKER_URL", "").strip() or "spool://"
+CELERY_BROKER_URL = env_text("CELERY_BROKER_URL") or "spool://"
 CELERY_BROKER_TRANSPORT, CELERY_BROKER_TRANSPORT_OPTIONS = broker_config(CELERY_BROKER_URL)
 
 
-def cache_config() -> dict[str, Any]:
-    """The cache every web process shares (the API write throttle counts in it): Redis at
-    WEFTBOARD_CACHE_URL, else the broker's Redis; the embedded default runs one web process,
-    whose memory is shared enough."""
-    url = os.environ.get("WEFTBOARD_CACHE_URL", "").strip()
-    if not url and CELERY_BROKER_URL.split("://", 1)[0] in {"redis", "rediss"}:
-        url = CELERY_BROKER_URL
-    if url:
-        return {
-            "BACKEND": "django.core.cache.backends.redis.RedisCache",
-            "LOCATION": url,
-            "KEY_PREFIX": "weftboard",
-        }
-    return {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}
-
-
-CACHES = {"default": cache_config()}
+CACHES = {"default": cache_config(CELERY_BROKER_URL)}
 # Celery 5 warns unless this is explicit; retrying lets a worker outlive a broker restart.
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_TASK_IGNORE_RESULT = True
@@ -278,7 +203,7 @@ SECURE_SSL_REDIRECT = WEFTBOARD_HTTPS
 SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^metrics$"]
 # The header a TLS proxy sets to say the browser used https, e.g. X-Forwarded-Proto. Set
 # it only behind a proxy that overwrites the header: a client could send it otherwise.
-_proxy_ssl_header = os.environ.get("WEFTBOARD_PROXY_SSL_HEADER", "").strip()
+_proxy_ssl_header = env_text("WEFTBOARD_PROXY_SSL_HEADER")
 SECURE_PROXY_SSL_HEADER = (
     ("HTTP_" + _proxy_ssl_header.upper().replace("-", "_"), "https") if _proxy_ssl_header else None
 )
@@ -286,7 +211,7 @@ SECURE_PROXY_SSL_HEADER = (
 CSRF_TRUSTED_ORIGINS = env_list("WEFTBOARD_CSRF_TRUSTED_ORIGINS", default="")
 # HSTS tells browsers never to use plain http for this host again: off until set, since a
 # wrong value locks browsers out of http for as long as it says.
-SECURE_HSTS_SECONDS = int(os.environ.get("WEFTBOARD_HSTS_SECONDS", "0").strip() or 0)
+SECURE_HSTS_SECONDS = env_int("WEFTBOARD_HSTS_SECONDS", 0)
 SECURE_HSTS_INCLUDE_SUBDOMAINS = env_flag("WEFTBOARD_HSTS_INCLUDE_SUBDOMAINS")
 SECURE_HSTS_PRELOAD = env_flag("WEFTBOARD_HSTS_PRELOAD")
 SECURE_REFERRER_POLICY = "same-origin"
@@ -318,9 +243,9 @@ CONTENT_SECURITY_POLICY = {
 }
 
 # -- sign-in: django-axes locks a user name at one address after repeated failures ----------
-AXES_FAILURE_LIMIT = int(os.environ.get("WEFTBOARD_LOGIN_FAILURE_LIMIT", "5").strip() or 5)
+AXES_FAILURE_LIMIT = env_int("WEFTBOARD_LOGIN_FAILURE_LIMIT", 5)
 # Hours; a lock lifts by itself after this long, or at once with `axes_reset_username`.
-AXES_COOLOFF_TIME = float(os.environ.get("WEFTBOARD_LOGIN_LOCKOUT_HOURS", "0.25").strip() or 0.25)
+AXES_COOLOFF_TIME = float(env_text("WEFTBOARD_LOGIN_LOCKOUT_HOURS") or 0.25)
 # Per user name and address together: guessing from one address is stopped, and nobody can
 # lock an operator out from elsewhere by failing in their name.
 AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
@@ -328,9 +253,7 @@ AXES_RESET_ON_SUCCESS = True
 AXES_LOCKOUT_TEMPLATE = "registration/locked_out.html"
 # The client's address: REMOTE_ADDR, unless WEFTBOARD_TRUSTED_PROXY_COUNT proxies in front
 # each append to X-Forwarded-For (a header anyone can send, so never trusted by default).
-WEFTBOARD_TRUSTED_PROXY_COUNT = int(
-    os.environ.get("WEFTBOARD_TRUSTED_PROXY_COUNT", "0").strip() or 0
-)
+WEFTBOARD_TRUSTED_PROXY_COUNT = env_int("WEFTBOARD_TRUSTED_PROXY_COUNT", 0)
 AXES_CLIENT_IP_CALLABLE = "weftboard.client_address.client_address"
 # Every failed sign-in is logged by axes at WARNING with its user name and address.
 AXES_VERBOSE = True

@@ -13,8 +13,8 @@ from django.http import HttpRequest
 from ninja.throttling import BaseThrottle
 from prometheus_client import Counter
 
-from claims.conf import read_only_reason
 from claims.models import ApiToken, ApiTokenScope
+from claims.services.rules import refuse_if_read_only
 
 logger = logging.getLogger("weftboard.api")
 
@@ -46,10 +46,12 @@ def actor_name(request: HttpRequest) -> str:
 
 def check_write(request: HttpRequest, permission: str) -> str:
     """Raise PermissionDenied unless this request may perform a write needing ``permission``;
-    return the actor name for the audit row."""
-    reason = read_only_reason()
-    if reason is not None:
-        raise PermissionDenied(reason)
+    return the actor name for the audit row.
+
+    The read-only switch comes first (ReadOnlyError, 403), before the token's scope and
+    the user's permission; the service the route calls checks it again.
+    """
+    refuse_if_read_only()
     token = api_token(request)
     if token is not None and token.scope != ApiTokenScope.WRITE:
         raise PermissionDenied("this API token is read-only")

@@ -1,6 +1,7 @@
 """Visibility backfills: schedule one, follow its progress, cancel it.
 
-Scheduling and cancelling belong to ``claims.backfill``; a second active job answers 409.
+Scheduling and cancelling belong to claims.services.backfills; a second active job
+answers 409.
 """
 
 from __future__ import annotations
@@ -8,9 +9,9 @@ from __future__ import annotations
 from django.http import HttpRequest
 from ninja import Path, Status
 
-from claims.backfill import backfill_cancel, backfill_schedule
-from claims.models import BackfillJob
 from claims.protocol.constants import MAX_SAFE_INTEGER
+from claims.selectors.backfills import backfill_get
+from claims.services.backfills import backfill_cancel, backfill_schedule
 
 from .access import check_write, write_throttle
 from .router import router
@@ -32,7 +33,7 @@ def backfill_read(
     request: HttpRequest, job_id: int = Path(..., ge=1, le=MAX_SAFE_INTEGER)
 ) -> BackfillOut:
     """One backfill job with its counters and progress."""
-    return BackfillOut.of(BackfillJob.objects.get(pk=job_id))
+    return BackfillOut.of(backfill_get(job_id))
 
 
 @router.post(

@@ -5,15 +5,13 @@ from __future__ import annotations
 from django.http import HttpRequest
 from ninja import Query
 
-from claims import services
-from claims.clock import fleet_clock
-from claims.conf import claim_timing
-from claims.models import Engine, Workflow
-from claims.notify import claim_force_takeover_and_notify
+from claims.fleet_clock import fleet_now
 from claims.protocol.errors import WorkflowNotFoundError
 from claims.protocol.ids import check_workflow_id
 from claims.selectors import claim_list
 from claims.selectors.ownership import claim_snapshot, workflow_ownership
+from claims.selectors.workflows import workflow_exists
+from claims.services.claims import claim_force_release, claim_force_takeover_and_notify
 
 from .access import check_write, write_throttle
 from .router import WORKFLOW, router
@@ -39,9 +37,10 @@ FORCE_PERMISSION = "claims.force_claim"
 @router.get("/claims", response={200: ClaimPageOut, **READ_ERRORS})
 def claims_list(request: HttpRequest, filters: Query[ClaimFilterIn]) -> ClaimPageOut:
     """Claims in workflow-id order with their derived state; follow `next_cursor` for more."""
+    now_ms, timing = fleet_now()
     page = claim_list(
-        now_ms=fleet_clock()(),
-        timing=claim_timing(),
+        now_ms=now_ms,
+        timing=timing,
         state=filters.state,
         engine=filters.engine,
         prefix=filters.prefix,
@@ -63,7 +62,8 @@ def claims_list(request: HttpRequest, filters: Query[ClaimFilterIn]) -> ClaimPag
 def workflow_ownership_read(request: HttpRequest, workflow_id: str) -> OwnershipOut:
     """Who holds the workflow, whether that claim has expired, and what happened to it lately."""
     workflow_id = check_workflow_id(workflow_id)
-    ownership = workflow_ownership(workflow_id, now_ms=fleet_clock()(), timing=claim_timing())
+    now_ms, timing = fleet_now()
+    ownership = workflow_ownership(workflow_id, now_ms=now_ms, timing=timing)
     if ownership is None:
         raise WorkflowNotFoundError(workflow_id)
     return OwnershipOut.of(ownership)
@@ -71,15 +71,14 @@ def workflow_ownership_read(request: HttpRequest, workflow_id: str) -> Ownership
 
 def _existing_workflow_id(workflow_id: str) -> str:
     workflow_id = check_workflow_id(workflow_id)
-    if not Workflow.objects.filter(workflow_id=workflow_id).exists():
+    if not workflow_exists(workflow_id):
         raise WorkflowNotFoundError(workflow_id)
     return workflow_id
 
 
 def _fresh_claim(workflow_id: str) -> ClaimStateOut:
-    return ClaimStateOut.of(
-        claim_snapshot(workflow_id, now_ms=fleet_clock()(), timing=claim_timing())
-    )
+    now_ms, timing = fleet_now()
+    return ClaimStateOut.of(claim_snapshot(workflow_id, now_ms=now_ms, timing=timing))
 
 
 @router.post(
@@ -94,7 +93,7 @@ def claim_release(request: HttpRequest, workflow_id: str, payload: ReleaseIn) ->
     """
     actor = check_write(request, FORCE_PERMISSION)
     workflow_id = _existing_workflow_id(workflow_id)
-    epoch = services.claim_force_release(
+    epoch = claim_force_release(
         workflow_id, expected_epoch=payload.expected_epoch, actor=actor, reason=payload.reason
     )
     return ForcedActionOut(
@@ -117,22 +116,17 @@ def claim_takeover(request: HttpRequest, workflow_id: str, payload: TakeoverIn) 
     expires unrenewed and the next reclaim pass takes the workflow over."""
     actor = check_write(request, FORCE_PERMISSION)
     workflow_id = _existing_workflow_id(workflow_id)
-    epoch = claim_force_takeover_and_notify(
+    takeover = claim_force_takeover_and_notify(
         workflow_id,
         expected_epoch=payload.expected_epoch,
         target_engine_id=payload.target_engine_id,
         actor=actor,
         reason=payload.reason,
     )
-    queue = (
-        Engine.objects.filter(engine_id=payload.target_engine_id)
-        .values_list("queue", flat=True)
-        .first()
-    )
     return ForcedActionOut(
         workflow_id=workflow_id,
         epoch_before=payload.expected_epoch,
-        epoch_after=epoch,
+        epoch_after=takeover.epoch,
         claim=_fresh_claim(workflow_id),
-        adopt_queue=queue or None,
+        adopt_queue=takeover.adopt_queue,
     )

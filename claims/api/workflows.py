@@ -1,17 +1,24 @@
-"""Workflows: start one, and cancel one (an external terminal transition that rotates the epoch)."""
+"""Workflows: start one; cancel, suspend or resume one (transitions from outside its engine
+that rotate the epoch, so its engine is deposed on its next write).
+
+The rules (read-only switch, a registered type, the operator's reason) are the services'
+(claims.services.rules); weftboard.api maps what they raise.
+"""
 
 from __future__ import annotations
 
-from django.conf import settings
 from django.http import HttpRequest
 from ninja import Status
 
-from claims import services
-from claims.clock import fleet_clock
-from claims.conf import claim_timing
-from claims.runtime.errors import UnknownWorkflowTypeError
-from claims.runtime.types import is_type_registered, load_workflow_modules
+from claims.fleet_clock import fleet_now
+from claims.models import Workflow
 from claims.selectors.ownership import claim_snapshot
+from claims.services.workflows import (
+    workflow_cancel,
+    workflow_resume,
+    workflow_start,
+    workflow_suspend,
+)
 
 from .access import check_write, write_throttle
 from .router import WORKFLOW, router
@@ -22,15 +29,8 @@ from .schemas import (
     WorkflowCancelOut,
     WorkflowOut,
     WorkflowStartIn,
+    WorkflowSuspendIn,
 )
-
-
-def _check_workflow_type(workflow_type: str) -> str:
-    """Only types some engine can run: the web process loads the engines' workflow modules."""
-    load_workflow_modules(settings.WEFTBOARD_WORKFLOW_MODULES)
-    if not is_type_registered(workflow_type):
-        raise UnknownWorkflowTypeError(workflow_type)
-    return workflow_type
 
 
 @router.post("/workflows", response={**WRITE_ERRORS, 201: WorkflowOut}, throttle=write_throttle)
@@ -40,10 +40,11 @@ def workflow_create(request: HttpRequest, payload: WorkflowStartIn) -> Status[Wo
     An id already in use answers 409; an unknown type 422.
     """
     check_write(request, "claims.add_workflow")
-    workflow = services.workflow_start(
-        workflow_type=_check_workflow_type(payload.workflow_type),
+    workflow = workflow_start(
+        workflow_type=payload.workflow_type,
         input=payload.input,
         workflow_id=payload.workflow_id,
+        actor=request.user.get_username(),
     )
     return Status(201, WorkflowOut.of(workflow))
 
@@ -52,18 +53,67 @@ def workflow_create(request: HttpRequest, payload: WorkflowStartIn) -> Status[Wo
     f"/workflows/{WORKFLOW}/cancel",
     response={**WRITE_ERRORS, 200: WorkflowCancelOut},
     throttle=write_throttle,
+    # The route's names from before it was renamed to free the service's name: OpenAPI
+    # clients name their methods after the operation id.
+    operation_id="claims_api_workflows_workflow_cancel",
+    url_name="workflow_cancel",
 )
-def workflow_cancel(
+def workflow_cancel_route(
     request: HttpRequest, workflow_id: str, payload: WorkflowCancelIn | None = None
 ) -> WorkflowCancelOut:
     """Cancel a workflow that has not ended; its claim moves to the next epoch with no holder,
     so its engine is deposed on its next write. A finished workflow answers 409; with
     `expected_epoch`, so does a claim that has moved (the body carries the fresh claim)."""
     actor = check_write(request, "claims.cancel_workflow")
-    reason = "" if payload is None else payload.reason.strip()
+    reason = "" if payload is None else payload.reason
     expected = None if payload is None else payload.expected_epoch
-    workflow = services.workflow_cancel(
-        workflow_id, actor=actor, reason=reason, expected_epoch=expected
+    workflow = workflow_cancel(workflow_id, actor=actor, reason=reason, expected_epoch=expected)
+    return _after_transition(workflow)
+
+
+@router.post(
+    f"/workflows/{WORKFLOW}/suspend",
+    response={**WRITE_ERRORS, 200: WorkflowCancelOut},
+    throttle=write_throttle,
+    operation_id="claims_api_workflows_workflow_suspend",
+    url_name="workflow_suspend",
+)
+def workflow_suspend_route(
+    request: HttpRequest, workflow_id: str, payload: WorkflowSuspendIn
+) -> WorkflowCancelOut:
+    """Suspend a running workflow; its claim moves to the next epoch with no holder, so its
+    engine is deposed on its next write, and no reclaim pass takes it back until it is
+    resumed. `expected_epoch` is required (0: never claimed): a claim that has moved
+    answers 409 (the body carries the fresh claim), and so does a workflow not running."""
+    actor = check_write(request, "claims.suspend_workflow")
+    workflow = workflow_suspend(
+        workflow_id, actor=actor, reason=payload.reason, expected_epoch=payload.expected_epoch
     )
-    snapshot = claim_snapshot(workflow.workflow_id, now_ms=fleet_clock()(), timing=claim_timing())
+    return _after_transition(workflow)
+
+
+@router.post(
+    f"/workflows/{WORKFLOW}/resume",
+    response={**WRITE_ERRORS, 200: WorkflowCancelOut},
+    throttle=write_throttle,
+    operation_id="claims_api_workflows_workflow_resume",
+    url_name="workflow_resume",
+)
+def workflow_resume_route(
+    request: HttpRequest, workflow_id: str, payload: WorkflowSuspendIn
+) -> WorkflowCancelOut:
+    """Resume a suspended workflow: running again, ownerless at the next epoch, so the next
+    reclaim pass grants it to an engine, which carries on from its last checkpoint. The
+    same `expected_epoch` rule as suspend; a workflow not suspended answers 409."""
+    actor = check_write(request, "claims.suspend_workflow")
+    workflow = workflow_resume(
+        workflow_id, actor=actor, reason=payload.reason, expected_epoch=payload.expected_epoch
+    )
+    return _after_transition(workflow)
+
+
+def _after_transition(workflow: Workflow) -> WorkflowCancelOut:
+    """The answer to a transition: the workflow and its claim as they are now."""
+    now_ms, timing = fleet_now()
+    snapshot = claim_snapshot(workflow.workflow_id, now_ms=now_ms, timing=timing)
     return WorkflowCancelOut(workflow=WorkflowOut.of(workflow), claim=ClaimStateOut.of(snapshot))

@@ -1,9 +1,9 @@
 """The visibility-index backfill (docs/design.md §2, §7 "Admin").
 
-``backfill_schedule`` / ``backfill_cancel`` are the operator's calls (admin, API);
-``backfill_run`` is the Celery task's body (``claims.backfill_run``) and
-``backfill_run_due`` beat's (``claims.backfill_run_due``): it starts due jobs and
-resumes running ones whose runner died.
+Scheduling and cancelling are the operator's calls (admin, API), in
+claims.services.backfills; ``backfill_run`` is the Celery task's body
+(``claims.backfill_run``) and ``backfill_run_due`` beat's (``claims.backfill_run_due``):
+it starts due jobs and resumes running ones whose runner died.
 
 Outcomes: ``succeeded`` (and the VisibilityWatermark moves to version + 1) only when the
 whole table was walked with no conflicts; ``failed`` with "N conflicts ...; run it
@@ -19,7 +19,7 @@ from .errors import (
     BackfillNotActiveError,
     BackfillReadOnlyError,
 )
-from .jobs import active_backfill, backfill_cancel, backfill_progress, backfill_schedule
+from .jobs import backfill_progress
 from .runner import DEFAULT_BATCH_SIZE, MAX_BATCH_SIZE, backfill_run, backfill_run_due
 
 __all__ = [
@@ -29,10 +29,7 @@ __all__ = [
     "BackfillInThePastError",
     "BackfillNotActiveError",
     "BackfillReadOnlyError",
-    "active_backfill",
-    "backfill_cancel",
     "backfill_progress",
     "backfill_run",
     "backfill_run_due",
-    "backfill_schedule",
 ]

@@ -21,6 +21,8 @@ from django.views.decorators.http import require_POST
 
 from claims.conf import read_only_reason
 from claims.models import ACTIVE_BACKFILL_STATUSES, BackfillJob, Workflow
+from claims.selectors.backfills import active_backfill
+from claims.services.backfills import backfill_cancel, backfill_schedule
 
 from .errors import (
     BackfillAlreadyActiveError,
@@ -28,7 +30,7 @@ from .errors import (
     BackfillNotActiveError,
     BackfillReadOnlyError,
 )
-from .jobs import active_backfill, backfill_cancel, backfill_progress, backfill_schedule
+from .jobs import backfill_progress
 
 PROGRESS_POLL_LIMIT = 100
 ERROR_SUMMARY_LENGTH = 60

@@ -22,14 +22,14 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from django.db import connection, models
+from django.db import connection
 from django.db.models import Exists, OuterRef
 
 from claims.models import Workflow, WorkflowVisibility
+from claims.store.sql.workflows import INDEXED_FIELDS, workflow_statements
 
 # Keeps every statement's parameter count far below SQLite's and PostgreSQL's limits.
 CHUNK = 500
-_COLUMNS = ("workflow_id", "status", "workflow_type", "updated_at_ms")
 
 
 class WorkflowRow(NamedTuple):
@@ -59,7 +59,7 @@ def read_workflows(*, after: str | None, limit: int) -> list[WorkflowRow]:
     rows = Workflow.objects.order_by("workflow_id")
     if after is not None:
         rows = rows.filter(workflow_id__gt=after)
-    return [WorkflowRow(*values) for values in rows.values_list(*_COLUMNS)[:limit]]
+    return [WorkflowRow(*values) for values in rows.values_list(*INDEXED_FIELDS)[:limit]]
 
 
 def read_index_range(*, after: str | None, through: str | None) -> dict[str, IndexRow]:
@@ -69,7 +69,10 @@ def read_index_range(*, after: str | None, through: str | None) -> dict[str, Ind
         rows = rows.filter(workflow_id__gt=after)
     if through is not None:
         rows = rows.filter(workflow_id__lte=through)
-    return {values[1]: IndexRow(*values) for values in rows.values_list("pk", *_COLUMNS).iterator()}
+    return {
+        values[1]: IndexRow(*values)
+        for values in rows.values_list("pk", *INDEXED_FIELDS).iterator()
+    }
 
 
 def repair(rows: Sequence[WorkflowRow], index: dict[str, IndexRow]) -> RepairCounts:
@@ -104,34 +107,14 @@ def _chunks(items: Sequence[str]) -> Iterator[Sequence[str]]:
         yield items[start : start + CHUNK]
 
 
-def _column(model: type[models.Model], name: str) -> str:
-    field = model._meta.get_field(name)
-    assert isinstance(field, models.Field)
-    return connection.ops.quote_name(field.column)
-
-
 def _insert_missing(workflow_ids: Sequence[str]) -> int:
     if not workflow_ids:
         return 0
-    index_table = connection.ops.quote_name(WorkflowVisibility._meta.db_table)
-    workflow_table = connection.ops.quote_name(Workflow._meta.db_table)
-    index_columns = ", ".join(_column(WorkflowVisibility, name) for name in _COLUMNS)
-    workflow_columns = ", ".join(_column(Workflow, name) for name in _COLUMNS)
-    key = _column(Workflow, "workflow_id")
-    index_key = _column(WorkflowVisibility, "workflow_id")
+    statement = workflow_statements().index_missing
     inserted = 0
     with connection.cursor() as cursor:
         for chunk in _chunks(workflow_ids):
-            placeholders = ", ".join(["%s"] * len(chunk))
-            # SQLite (>= 3.24) and PostgreSQL; only identifiers are interpolated. The row
-            # count is the rows really inserted.
-            cursor.execute(
-                f"INSERT INTO {index_table} ({index_columns}) "
-                f"SELECT {workflow_columns} FROM {workflow_table} "
-                f"WHERE {key} IN ({placeholders}) "
-                f"ON CONFLICT ({index_key}) DO NOTHING",
-                list(chunk),
-            )
+            cursor.execute(statement.for_rows(len(chunk)), list(chunk))
             inserted += max(cursor.rowcount, 0)
     return inserted
 

@@ -12,13 +12,11 @@ row lock keeps even two leased runners from processing the same keys.
 from __future__ import annotations
 
 import enum
-import fcntl
 import logging
-import threading
 import time
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
-from pathlib import Path
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
 
 from django.db import DatabaseError, connection, transaction
 from django.db.models import F, Q
@@ -27,6 +25,7 @@ from claims.models import BackfillJob, BackfillStatus, VisibilityWatermark, Work
 from claims.protocol import Clock
 
 from .jobs import datetime_to_ms, ms_to_datetime, now_ms
+from .lease import runner_lease
 from .repair import RepairCounts, WorkflowRow, read_index_range, read_workflows, repair
 
 logger = logging.getLogger("weftboard.claims")
@@ -35,13 +34,9 @@ DEFAULT_BATCH_SIZE = 500
 MAX_BATCH_SIZE = 5_000
 # A run sent "now" by another process may reach a worker whose clock reads a hair earlier.
 DUE_TOLERANCE_MS = 2_000
-# SQLite only: the idle gap between batches (see _yield_to_other_writers).
+# SQLite only: the idle gap between batches (see yield_to_other_writers).
 SQLITE_PAUSE_MIN_S = 0.02
 SQLITE_PAUSE_MAX_S = 0.25
-# pg_try_advisory_lock(int, int) key: "weft", "bfll".
-_LEASE_KEY = (0x77656674, 0x62666C6C)
-_local_leases: dict[str, threading.Lock] = {}
-_local_leases_guard = threading.Lock()
 
 
 class _Step(enum.Enum):
@@ -50,16 +45,50 @@ class _Step(enum.Enum):
     STOPPED = "stopped"
 
 
-def _after_read(job: BackfillJob, batch_number: int, rows: Sequence[WorkflowRow]) -> None:
-    """Test seam: between a batch's reads and its writes (a concurrent write lands here)."""
+def yield_to_other_writers(batch_seconds: float) -> None:
+    """SQLite has one writer at a time and its waiting writers poll, sleeping up to 100 ms
+    between tries: back-to-back batches would starve the engines' renewals and an
+    operator's cancel. Stay off the lock about as long as the batch held it (bounded)."""
+    if connection.vendor == "sqlite":
+        time.sleep(min(max(batch_seconds, SQLITE_PAUSE_MIN_S), SQLITE_PAUSE_MAX_S))
 
 
-def _before_commit(job: BackfillJob, batch_number: int) -> None:
-    """Test seam: after a batch's writes, before it commits (a crash lands here)."""
+def _nothing(*args: object) -> None:
+    pass
+
+
+@dataclass(frozen=True)
+class BackfillHooks:
+    """Where a caller steps into a run (the tests do, to interleave other writers, crash a
+    batch or pace the run); the defaults are what a real run does.
+
+    - ``after_read(job, batch_number, rows)``: between a batch's reads and its writes,
+      inside its transaction (a concurrent write lands here); default nothing;
+    - ``before_commit(job, batch_number)``: after a batch's writes, before it commits (a
+      crash lands here, and rolls the batch back); default nothing;
+    - ``between_batches(batch_seconds)``: after a batch committed, when another follows;
+      default ``yield_to_other_writers`` (a pause on SQLite);
+    - ``lease()``: the runner lease, a context manager yielding whether it was had;
+      default ``runner_lease`` (one runner in the fleet).
+
+    Batches are numbered from 1 in each call of ``backfill_run``.
+    """
+
+    after_read: Callable[[BackfillJob, int, Sequence[WorkflowRow]], None] = _nothing
+    before_commit: Callable[[BackfillJob, int], None] = _nothing
+    between_batches: Callable[[float], None] = yield_to_other_writers
+    lease: Callable[[], AbstractContextManager[bool]] = runner_lease
+
+
+NO_HOOKS = BackfillHooks()
 
 
 def backfill_run(
-    job_id: int, *, batch_size: int = DEFAULT_BATCH_SIZE, clock: Clock | None = None
+    job_id: int,
+    *,
+    batch_size: int = DEFAULT_BATCH_SIZE,
+    clock: Clock | None = None,
+    hooks: BackfillHooks = NO_HOOKS,
 ) -> BackfillJob:
     """Run (or resume) backfill ``job_id``; returns the job as it stands afterwards.
 
@@ -67,10 +96,11 @@ def backfill_run(
     untouched, and so is one whose lease another runner holds. An exception marks the
     job failed with its error; the watermark is written only when the job ends with no
     conflicts (with conflicts it ends ``failed``: "N conflicts; run it again").
+    ``hooks`` are the points where a caller steps in (``BackfillHooks``).
     """
     if not 1 <= batch_size <= MAX_BATCH_SIZE:
         raise ValueError(f"batch_size must be between 1 and {MAX_BATCH_SIZE}, not {batch_size}")
-    with runner_lease() as leased:
+    with hooks.lease() as leased:
         if not leased:
             logger.info("backfill #%s: another runner holds the backfill lease", job_id)
             return BackfillJob.objects.get(pk=job_id)
@@ -82,10 +112,10 @@ def backfill_run(
             while True:
                 batch_number += 1
                 began = time.monotonic()
-                step = _run_batch(job_id, batch_size, batch_number, clock)
+                step = _run_batch(job_id, batch_size, batch_number, clock, hooks)
                 if step is not _Step.CONTINUE:
                     break
-                _yield_to_other_writers(time.monotonic() - began)
+                hooks.between_batches(time.monotonic() - began)
         except Exception as error:
             _fail(job_id, error, clock)
         job = BackfillJob.objects.get(pk=job_id)
@@ -102,7 +132,10 @@ def backfill_run(
 
 
 def backfill_run_due(
-    *, batch_size: int = DEFAULT_BATCH_SIZE, clock: Clock | None = None
+    *,
+    batch_size: int = DEFAULT_BATCH_SIZE,
+    clock: Clock | None = None,
+    hooks: BackfillHooks = NO_HOOKS,
 ) -> BackfillJob | None:
     """Beat's entry: run the job that is running (resume) or scheduled and due, if any."""
     due = ms_to_datetime(now_ms(clock) + DUE_TOLERANCE_MS)
@@ -116,7 +149,7 @@ def backfill_run_due(
     )
     if job_id is None:
         return None
-    return backfill_run(job_id, batch_size=batch_size, clock=clock)
+    return backfill_run(job_id, batch_size=batch_size, clock=clock, hooks=hooks)
 
 
 def _start(job_id: int, clock: Clock | None) -> BackfillJob:
@@ -133,15 +166,9 @@ def _start(job_id: int, clock: Clock | None) -> BackfillJob:
     return BackfillJob.objects.get(pk=job_id)
 
 
-def _yield_to_other_writers(batch_seconds: float) -> None:
-    """SQLite has one writer at a time and its waiting writers poll, sleeping up to 100 ms
-    between tries: back-to-back batches would starve the engines' renewals and an
-    operator's cancel. Stay off the lock about as long as the batch held it (bounded)."""
-    if connection.vendor == "sqlite":
-        time.sleep(min(max(batch_seconds, SQLITE_PAUSE_MIN_S), SQLITE_PAUSE_MAX_S))
-
-
-def _run_batch(job_id: int, batch_size: int, batch_number: int, clock: Clock | None) -> _Step:
+def _run_batch(
+    job_id: int, batch_size: int, batch_number: int, clock: Clock | None, hooks: BackfillHooks
+) -> _Step:
     with transaction.atomic():
         # PostgreSQL: a row lock (a cancel waits for it); SQLite: IMMEDIATE holds the write lock.
         job = BackfillJob.objects.select_for_update().get(pk=job_id)
@@ -152,9 +179,9 @@ def _run_batch(job_id: int, batch_size: int, batch_number: int, clock: Clock | N
         # The last batch also owns every index key past the last workflow (orphans).
         upper = None if complete else rows[-1].workflow_id
         index = read_index_range(after=job.cursor, through=upper)
-        _after_read(job, batch_number, rows)
+        hooks.after_read(job, batch_number, rows)
         counts = repair(rows, index)
-        _before_commit(job, batch_number)
+        hooks.before_commit(job, batch_number)
         _add_counts(job, rows, counts)
         fields = ["cursor", "processed", "inserted", "fixed", "conflicts"]
         if complete:
@@ -212,63 +239,3 @@ def _fail(job_id: int, error: Exception, clock: Clock | None) -> None:
     except DatabaseError:
         # It stays running; a re-run (beat's backfill_run_due) resumes it from its cursor.
         logger.exception("backfill #%s: could not record the failure", job_id)
-
-
-@contextmanager
-def runner_lease() -> Iterator[bool]:
-    """Hold the fleet-wide backfill runner lease for the block; yields False if taken.
-
-    The lease dies with its holder (PostgreSQL ends a dead session's advisory locks,
-    the OS drops a dead process's file lock), so a crashed runner never blocks a re-run.
-    """
-    if connection.vendor == "postgresql":
-        with _advisory_lease() as leased:
-            yield leased
-    else:
-        with _file_lease() as leased:
-            yield leased
-
-
-@contextmanager
-def _advisory_lease() -> Iterator[bool]:
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT pg_try_advisory_lock(%s::int, %s::int)", _LEASE_KEY)
-        leased = bool(cursor.fetchone()[0])
-    try:
-        yield leased
-    finally:
-        if leased:
-            try:
-                with connection.cursor() as cursor:
-                    cursor.execute("SELECT pg_advisory_unlock(%s::int, %s::int)", _LEASE_KEY)
-            except DatabaseError:
-                logger.warning("backfill lease: unlock failed; it ends with the session")
-
-
-@contextmanager
-def _file_lease() -> Iterator[bool]:
-    name = str(connection.settings_dict["NAME"])
-    if name == ":memory:" or name.startswith("file:"):
-        # No file to lock beside: only this process can reach the database.
-        with _local_leases_guard:
-            lock = _local_leases.setdefault(name, threading.Lock())
-        leased = lock.acquire(blocking=False)
-        try:
-            yield leased
-        finally:
-            if leased:
-                lock.release()
-        return
-    path = Path(name)
-    with open(path.with_name(path.name + ".backfill.lock"), "a+b") as handle:
-        try:
-            fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            leased = False
-        else:
-            leased = True
-        try:
-            yield leased
-        finally:
-            if leased:
-                fcntl.flock(handle.fileno(), fcntl.LOCK_UN)

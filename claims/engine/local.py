@@ -16,15 +16,13 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from django.db import close_old_connections
 
-from claims import fleet
-from claims.clock import database_now_ms
-from claims.engine.histogram import PassHistogram
+from claims.engine.connections import HealthyConnections, closing_connections
+from claims.fleet_clock import database_now_ms
 from claims.models import EngineStatus
 from claims.protocol import (
     ClaimMetrics,
@@ -35,9 +33,11 @@ from claims.protocol import (
     run_reclaim_pass,
     run_renew_pass,
 )
+from claims.protocol.pass_histogram import PassHistogram
 from claims.protocol.passes import RECLAIM_POOL_SIZE
 from claims.runtime.driver import WorkflowDriver
 from claims.runtime.types import is_type_registered
+from claims.services import engines
 from claims.store import OrmClaimStore
 from weftboard.broker.guard import rejected_total as broker_rejected_total
 
@@ -49,32 +49,6 @@ DRIVE_POOL_SIZE = 8
 # outage. A claim is renewed at most two intervals after the last renewal, well inside
 # its TTL (at least three intervals: ClaimTiming refuses less).
 SELF_TICK_AFTER = 2.0
-
-
-def _closing_connections(fn: Callable[..., Any]) -> Callable[..., Any]:
-    """Run fn with a usable database connection on this thread, and give it back after."""
-
-    def run(*args: Any) -> Any:
-        close_old_connections()
-        try:
-            return fn(*args)
-        finally:
-            close_old_connections()
-
-    return run
-
-
-class _HealthyConnections:
-    """Runs pass work on a long-lived pool, each task on a connection of its own that it
-    gives back: sixteen idle sessions per engine would exhaust PostgreSQL's default of 100
-    connections with a handful of engines, and the set-based takeovers leave these pool
-    tasks to the rare candidate that needs one compare-and-swap of its own."""
-
-    def __init__(self, pool: ThreadPoolExecutor) -> None:
-        self._pool = pool
-
-    def map(self, fn: Callable[[str], str], items: list[str]) -> Iterator[str]:
-        return self._pool.map(_closing_connections(fn), items)
 
 
 class LocalEngine:
@@ -117,7 +91,7 @@ class LocalEngine:
     # -- lifecycle ---------------------------------------------------------------
 
     def start(self) -> None:
-        fleet.engine_register(engine_id=self.engine_id, queue=self.queue, now_ms=self.clock())
+        engines.engine_register(engine_id=self.engine_id, queue=self.queue, now_ms=self.clock())
         for name in PASS_NAMES:
             thread = threading.Thread(
                 target=self._pass_loop, args=(name,), name=f"pass-{name}", daemon=True
@@ -170,7 +144,7 @@ class LocalEngine:
         """
         self.begin_disposal()
         try:
-            fleet.engine_set_status(
+            engines.engine_set_status(
                 engine_id=self.engine_id, status=EngineStatus.DISPOSING, now_ms=self.clock()
             )
         except Exception:
@@ -185,7 +159,7 @@ class LocalEngine:
         close_old_connections()
         self.registry.release_all()
         self._flush_counters()
-        fleet.engine_set_status(
+        engines.engine_set_status(
             engine_id=self.engine_id, status=EngineStatus.STOPPED, now_ms=self.clock()
         )
         close_old_connections()
@@ -195,7 +169,7 @@ class LocalEngine:
 
     def submit_drive(self, workflow_id: str) -> None:
         """Hand a claimed workflow to the drive pool; raises if the pool is closed."""
-        self._drives.submit(_closing_connections(self._drive), workflow_id)
+        self._drives.submit(closing_connections(self._drive), workflow_id)
 
     def _drive(self, workflow_id: str) -> None:
         try:
@@ -245,7 +219,7 @@ class LocalEngine:
         }
 
     def run_reclaim(self) -> dict[str, Any]:
-        result = run_reclaim_pass(self.target, executor=_HealthyConnections(self._reclaim_pool))
+        result = run_reclaim_pass(self.target, executor=HealthyConnections(self._reclaim_pool))
         discovery = self.target.last_discovery
         return {
             "status": result.status,
@@ -280,7 +254,7 @@ class LocalEngine:
             }
             self._summary["histograms"] = {n: h.as_json() for n, h in self._histograms.items()}
             snapshot = dict(self._summary)
-        fleet.engine_heartbeat(
+        engines.engine_heartbeat(
             engine_id=self.engine_id,
             now_ms=now,
             held_count=len(self.registry.held_workflow_ids()),
@@ -295,7 +269,7 @@ class LocalEngine:
         repeated by the next, since it writes totals, not increments)."""
         with self._flush_lock:
             snapshot = self.metrics.snapshot()
-            fleet.counters_record(
+            engines.counters_record(
                 engine_id=self.engine_id,
                 totals={
                     **snapshot["attempts"],

@@ -83,8 +83,8 @@ def limit_idle_transactions(ttl_ms: int, *, lock_timeout_ms: int | None = None) 
 @worker_init.connect
 def start_engine(sender: Any, **kwargs: Any) -> None:
     global _engine
-    from claims.clock import fleet_clock
     from claims.conf import claim_timing
+    from claims.fleet_clock import fleet_clock
     from claims.protocol import ensure_ownership_mode
     from claims.protocol.errors import ClaimError
     from claims.store import OrmClaimStore

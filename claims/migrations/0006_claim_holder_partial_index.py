@@ -3,7 +3,7 @@ from django.db import migrations
 # Only the claim rows that carry any holder column: the reclaim pass's stale-holder
 # query and its unheld-running anti-join read this index, so their cost follows the
 # held rows instead of every workflow id ever claimed. The predicate is the same
-# disjunction the queries filter on (HOLDER_PRESENT in claims.store.passes), which is
+# disjunction the queries filter on (HOLDER_PRESENT in claims.store.claim_sets), which is
 # what lets PostgreSQL and SQLite prove the partial index applies.
 # It names holder_expires_at_ms, so a renewal is no longer a heap-only (HOT) update on
 # PostgreSQL: it also writes index entries. Finding stale holders without a full scan

@@ -3,7 +3,6 @@
 See README.md beside this file for the invariants every change must keep.
 """
 
-from .clock import Clock, OffsetClock, system_clock
 from .constants import (
     AUTHORITATIVE_SCAN_LIMIT,
     DEFAULT_RENEW_INTERVAL_MS,
@@ -29,6 +28,7 @@ from .errors import (
 from .gate import ensure_ownership_mode
 from .ids import check_workflow_id
 from .metrics import ClaimMetrics, MetricsSnapshot, render_prometheus
+from .offset_clock import Clock, OffsetClock, system_clock
 from .passes import ReclaimPassResult, RenewPassResult, run_reclaim_pass, run_renew_pass
 from .reclaim import ReclaimTarget
 from .records import ClaimEventRecord, ClaimResult, ClaimRow, Holder

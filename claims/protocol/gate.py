@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from .clock import Clock
 from .constants import OWNERSHIP_MODES
 from .errors import OwnershipMarkerUnreadableError, OwnershipModeMismatchError
+from .offset_clock import Clock
 from .store import ClaimStore
 
 

@@ -54,7 +54,8 @@ def run_renew_pass(registry: ClaimRegistry, metrics: ClaimMetrics | None = None)
 
 
 def run_reclaim_pass(target: ReclaimTarget, *, executor: Mapper | None = None) -> ReclaimPassResult:
-    """Discover candidates, then attempt each (a pool of 16); one failure never stops the rest.
+    """Discover candidates, then attempt each (RECLAIM_POOL_SIZE threads); one failure never
+    stops the rest.
 
     Pass a long-lived ``executor`` when its threads hold resources worth keeping,
     such as database connections.

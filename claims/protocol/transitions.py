@@ -6,8 +6,8 @@ status, so a failed condition (StaleEpochError) rolls the whole change back.
 
 from __future__ import annotations
 
-from .clock import Clock
 from .errors import StaleEpochError
+from .offset_clock import Clock
 from .records import ClaimEventRecord, EventKind, Holder
 from .store import ClaimStore
 

@@ -1,7 +1,7 @@
 """The workflow runtime (docs/design.md §5): registered workflow functions, durable steps and
 sleeps checkpointed by fenced writes, and the driver that runs one held workflow.
 
-Importing ``claims.runtime.demo`` registers the demo types.
+Importing ``claims.runtime.demo_workflows`` registers the demo types.
 """
 
 from .context import WorkflowContext

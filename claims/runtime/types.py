@@ -1,7 +1,7 @@
 """The registry of workflow types: ``@workflow("order")`` maps a type name to its function.
 
 An engine only claims workflows whose type it can run (``is_type_registered``
-is the reclaim target's gate). Importing ``claims.runtime.demo`` registers the
+is the reclaim target's gate). Importing ``claims.runtime.demo_workflows`` registers the
 demo types; ``load_workflow_modules`` imports whatever modules an engine runs.
 """
 
@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 WorkflowFunction = Callable[["WorkflowContext"], Any]
 F = TypeVar("F", bound=WorkflowFunction)
 
-DEFAULT_WORKFLOW_MODULES = ("claims.runtime.demo",)
+DEFAULT_WORKFLOW_MODULES = ("claims.runtime.demo_workflows",)
 WORKFLOW_TYPE_MAX_LENGTH = 100  # Workflow.workflow_type
 
 _lock = threading.Lock()

@@ -1,7 +1,7 @@
 """Reads that feed pages, the API and /metrics; each is a fixed number of queries."""
 
 from .claims import ClaimPage, ClaimView, claim_list
-from .fleet import (
+from .fleet_totals import (
     ClaimHolderCounts,
     FleetMetrics,
     claim_holder_counts,

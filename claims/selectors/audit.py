@@ -8,20 +8,11 @@ from dataclasses import dataclass
 from django.db.models import QuerySet
 
 from claims.models import ClaimEvent
+from claims.store.rows import EVENT_TRANSITION_FIELDS
 
 PAGE_SIZE = 50
 CSV_MAX_ROWS = 100_000
-CSV_COLUMNS = (
-    "id",
-    "at_ms",
-    "workflow_id",
-    "kind",
-    "epoch_before",
-    "epoch_after",
-    "engine_id",
-    "actor",
-    "reason",
-)
+CSV_COLUMNS = ("id", "at_ms", *EVENT_TRANSITION_FIELDS, "reason")
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@ from claims.models import WorkflowClaim
 from claims.protocol.records import ClaimRow
 from claims.protocol.states import ClaimState, derive_claim_state
 from claims.protocol.timing import ClaimTiming
-from claims.store.passes import HOLDER_INVALID, HOLDER_PRESENT
+from claims.store.claim_sets import HOLDER_INVALID, HOLDER_PRESENT
 from claims.store.rows import HOLDER_COLUMNS, claim_row_from_values
 
 MAX_PAGE = 200

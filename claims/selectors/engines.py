@@ -8,7 +8,6 @@ from typing import Any
 
 from django.db.models import Case, Count, IntegerField, Value, When, Window
 
-from claims.engine.histogram import BUCKETS_S
 from claims.models import (
     ClaimCounter,
     ClaimEvent,
@@ -18,11 +17,12 @@ from claims.models import (
     PendingRedrive,
     WorkflowClaim,
 )
+from claims.protocol.pass_histogram import BUCKETS_S
 from claims.protocol.states import ClaimState
 from claims.protocol.timing import ClaimTiming
 
 from .derived import LATE_INTERVALS, PASS_NAMES, claims_by_state, pass_part
-from .fleet import LIVE_ENGINE_STATUSES
+from .fleet_totals import LIVE_ENGINE_STATUSES
 
 ENGINE_LIMIT = 200
 RECENT_EVENTS = 25

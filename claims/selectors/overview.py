@@ -3,13 +3,14 @@
 The claim and workflow aggregates come from the snapshot beat takes once per renew
 interval (one query); without a fresh one they are scanned now. Six more queries
 whatever the size of the fleet, plus one listing examples when some claims are
-held by silent engines.
+held by silent engines. Which alerts fire is decided from what these read by the pure
+rules in ``claims.selectors.alert_rules``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from django.db.models import (
@@ -37,22 +38,19 @@ from claims.models import (
 from claims.protocol.states import ClaimState
 from claims.protocol.timing import ClaimTiming
 
-from .derived import LATE_INTERVALS, PASS_NAMES, claims_by_state_and_holder, pass_part
-from .fleet import LIVE_ENGINE_STATUSES, workflow_status_counts
+from .alert_rules import (
+    EXAMPLES,
+    Alert,
+    AlertInputs,
+    LiveEngine,
+    fleet_alerts,
+    late_before_ms,
+    silent_holders,
+)
+from .derived import PASS_NAMES, claims_by_state_and_holder, pass_part
+from .fleet_totals import LIVE_ENGINE_STATUSES, workflow_status_counts
 
-EXAMPLES = 5
 RECENTLY_DEAD_MS = 3_600_000
-
-
-@dataclass(frozen=True)
-class Alert:
-    level: str  # "critical" or "warning"
-    title: str
-    detail: str
-    link: str = ""  # a URL name, resolved by the template
-    query: str = ""
-    examples: list[str] = field(default_factory=list)
-    examples_are: str = "workflows"  # or "engines"
 
 
 @dataclass(frozen=True)
@@ -90,10 +88,11 @@ def _ids_and_count(rows: Any) -> tuple[int, list[str]]:
     return (found[0][1] if found else 0), [workflow_id for workflow_id, _ in found]
 
 
-def _pass_times(live: Sequence[Mapping[str, Any]]) -> list[PassTimes]:
+def _pass_times(live: Sequence[LiveEngine]) -> list[PassTimes]:
+    """Per pass, its newest and oldest finish over the live engines, and its slowest run."""
     times = []
     for name in PASS_NAMES:
-        parts = [pass_part(e["pass_summary"], name) for e in live]
+        parts = [pass_part(e.pass_summary, name) for e in live]
         ats = [int(p["at_ms"]) for p in parts if "at_ms" in p]
         durations = [float(p["duration_ms"]) for p in parts if "duration_ms" in p]
         times.append(
@@ -172,149 +171,85 @@ def latest_fleet_scan(*, now_ms: int, timing: ClaimTiming) -> FleetScan:
     return fleet_scan(now_ms=now_ms, timing=timing)
 
 
-def overview(*, now_ms: int, timing: ClaimTiming) -> Overview:
-    """Everything the overview page shows, read at ``now_ms`` on the fleet clock."""
-    late_before = now_ms - LATE_INTERVALS * timing.renew_interval_ms
-    scan = latest_fleet_scan(now_ms=now_ms, timing=timing)
-    by_state, by_holder = scan.by_state, scan.by_holder
-    ownerless_running, ownerless_examples = scan.ownerless_running, scan.ownerless_examples
-
-    redrive = PendingRedrive.objects.aggregate(
+def _redrive_totals(now_ms: int, timing: ClaimTiming) -> dict[str, Any]:
+    """Pending re-drives: how many, how many first failed over a TTL ago, the oldest."""
+    return PendingRedrive.objects.aggregate(
         total=Count("pk"),
         ageing=Count("pk", filter=Q(first_failed_at_ms__lt=now_ms - timing.ttl_ms)),
         oldest=Min("first_failed_at_ms"),
     )
-    engine_totals = Engine.objects.aggregate(
+
+
+def _engine_totals(now_ms: int) -> dict[str, int]:
+    """Engines per status, and how many were marked dead after a heartbeat within the hour."""
+    return Engine.objects.aggregate(
         **{status: Count("pk", filter=Q(status=status)) for status in EngineStatus.values},
         recently_dead=Count(
             "pk",
             filter=Q(status=EngineStatus.DEAD, heartbeat_at_ms__gte=now_ms - RECENTLY_DEAD_MS),
         ),
     )
-    live = list(
+
+
+def _live_engines() -> list[LiveEngine]:
+    rows = (
         Engine.objects.filter(status__in=LIVE_ENGINE_STATUSES)
         .order_by("engine_id")
-        .values("engine_id", "heartbeat_at_ms", "clock_skew_ms", "pass_summary")
+        .values_list("engine_id", "heartbeat_at_ms", "clock_skew_ms", "pass_summary")
     )
-    fresh = {e["engine_id"] for e in live if e["heartbeat_at_ms"] >= late_before}
-    silent = sorted(engine for engine in by_holder if engine not in fresh)
-    stale_held = sum(by_holder[engine] for engine in silent)
-    stale_examples: list[str] = []
-    if silent:  # one more query, only when there is something to show
-        stale_examples = list(
-            WorkflowClaim.objects.filter(holder_engine_id__in=silent)
-            .order_by("workflow_id")
-            .values_list("workflow_id", flat=True)[:EXAMPLES]
-        )
+    return [LiveEngine(*row) for row in rows]
+
+
+def _claim_examples(holders: list[str]) -> list[str]:
+    """A few workflows whose claims ``holders`` hold; no query when there are none."""
+    if not holders:
+        return []
+    return list(
+        WorkflowClaim.objects.filter(holder_engine_id__in=holders)
+        .order_by("workflow_id")
+        .values_list("workflow_id", flat=True)[:EXAMPLES]
+    )
+
+
+def _counter_totals() -> dict[str, int]:
+    """Each outcome counter summed over every engine ever seen, zeros included."""
     counters = dict.fromkeys(CounterName.values, 0)
     for row in ClaimCounter.objects.values("name").annotate(total=Sum("value")).order_by():
         counters[row["name"]] = int(row["total"] or 0)
-    workflows_by_status = scan.workflows_by_status
-    index_complete = VisibilityWatermark.objects.exists()
+    return counters
 
-    alerts: list[Alert] = []
-    if ownerless_running:
-        alerts.append(
-            Alert(
-                "critical",
-                f"{ownerless_running} running workflow(s) with no holder",
-                "Stranded until a reclaim pass claims them; persistent counts mean no live "
-                "engine runs their type, or reclaim is not running.",
-                "claims:claims",
-                "state=ownerless",
-                ownerless_examples,
-            )
+
+def overview(*, now_ms: int, timing: ClaimTiming) -> Overview:
+    """Everything the overview page shows, read at ``now_ms`` on the fleet clock."""
+    scan = latest_fleet_scan(now_ms=now_ms, timing=timing)
+    redrive = _redrive_totals(now_ms, timing)
+    engine_totals = _engine_totals(now_ms)
+    live = _live_engines()
+    silent = silent_holders(scan.by_holder, live, late_before_ms(now_ms, timing))
+    stale_examples = _claim_examples(silent)
+    counters = _counter_totals()
+    alerts = fleet_alerts(
+        AlertInputs(
+            now_ms=now_ms,
+            timing=timing,
+            ownerless_running=scan.ownerless_running,
+            ownerless_examples=scan.ownerless_examples,
+            claims_by_holder=scan.by_holder,
+            stale_examples=stale_examples,
+            redrives_ageing=redrive["ageing"],
+            recently_dead=engine_totals["recently_dead"],
+            live_engines=live,
+            index_complete=VisibilityWatermark.objects.exists(),
         )
-    if stale_held:
-        alerts.append(
-            Alert(
-                "critical",
-                f"{stale_held} claim(s) held by a silent or dead engine",
-                f"The holder has not heartbeated for {LATE_INTERVALS} renew intervals: these "
-                "workflows are not progressing until their claims expire and are taken over.",
-                "claims:engines",
-                "",
-                stale_examples,
-            )
-        )
-    if redrive["ageing"]:
-        alerts.append(
-            Alert(
-                "warning",
-                f"{redrive['ageing']} re-drive(s) pending for longer than the TTL",
-                "The holder keeps the claim but its drive keeps failing.",
-                "claims:redrives",
-            )
-        )
-    if engine_totals["recently_dead"]:
-        alerts.append(
-            Alert(
-                "critical",
-                f"{engine_totals['recently_dead']} engine(s) died in the last hour",
-                "Marked dead after 3 x TTL without a heartbeat; their claims are reclaimable.",
-                "claims:engines",
-                "status=dead",
-            )
-        )
-    skewed = [
-        e["engine_id"]
-        for e in live
-        if e["clock_skew_ms"] is not None and abs(e["clock_skew_ms"]) > timing.safe_skew_ms
-    ]
-    if skewed:
-        alerts.append(
-            Alert(
-                "warning",
-                f"{len(skewed)} engine(s) with clock skew over {timing.safe_skew_ms} ms",
-                "The safe limit is TTL - 3 x renew interval; engines judge expiry on the "
-                "database clock, but their hosts' clocks need attention.",
-                "claims:engines",
-                "",
-                skewed[:EXAMPLES],
-                "engines",
-            )
-        )
-    late = sorted(
-        {
-            e["engine_id"]
-            for e in live
-            for name in PASS_NAMES
-            if (pass_part(e["pass_summary"], name).get("at_ms") or e["heartbeat_at_ms"])
-            < late_before
-        }
     )
-    if late:
-        alerts.append(
-            Alert(
-                "warning",
-                f"{len(late)} engine(s) with a pass late by over {LATE_INTERVALS} intervals",
-                "A renew, reclaim or wake pass has not finished recently: a hung pass or a "
-                "stalled worker.",
-                "claims:engines",
-                "",
-                late[:EXAMPLES],
-                "engines",
-            )
-        )
-    if not index_complete:
-        alerts.append(
-            Alert(
-                "warning",
-                "Visibility index incomplete",
-                "No backfill has finished clean, so listing pages cannot trust the index; "
-                "the reclaim scan of the Workflow table still finds un-indexed workflows.",
-                "claims:backfills",
-            )
-        )
-
     return Overview(
         as_of_ms=now_ms,
         scanned_at_ms=scan.taken_at_ms,
         timing=timing,
         engines_by_status={status: engine_totals[status] for status in EngineStatus.values},
-        claims_by_state=by_state,
-        claim_total=sum(by_state.values()),
-        workflows_by_status=workflows_by_status,
+        claims_by_state=scan.by_state,
+        claim_total=sum(scan.by_state.values()),
+        workflows_by_status=scan.workflows_by_status,
         counters=counters,
         redrives=redrive["total"],
         redrives_ageing=redrive["ageing"],

@@ -36,7 +36,7 @@ class ClaimSnapshot:
 
 @dataclass(frozen=True)
 class Ownership:
-    workflow: Workflow | None  # None once purged: the claim row outlives it
+    workflow: Workflow | None  # None without a workflow row: the claim row outlives it
     claim: ClaimSnapshot
     pending_redrives: list[PendingRedrive]
     recent_events: list[ClaimEvent]

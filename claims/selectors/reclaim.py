@@ -13,7 +13,7 @@ from claims.protocol.reclaim import CURSOR_NAME
 from claims.protocol.timing import ClaimTiming
 
 from .derived import pass_part
-from .fleet import LIVE_ENGINE_STATUSES
+from .fleet_totals import LIVE_ENGINE_STATUSES
 
 # (key in the pass summary, label, column heading)
 SOURCES = (

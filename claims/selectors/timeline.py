@@ -10,6 +10,7 @@ from __future__ import annotations
 import bisect
 import itertools
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -140,62 +141,61 @@ def _lane(lanes: dict[str, Lane], name: str, *, is_engine: bool) -> Lane:
     return lanes[name]
 
 
-def epoch_timeline(
-    events: list[dict[str, Any]], *, now_ms: int, holder_engine_id: str | None, epoch: int | None
-) -> Timeline | None:
-    """Lanes from events in id order; the current holder's segment stays open until now."""
-    if not events:
-        return None
-    lanes: dict[str, Lane] = {}
-    held: Segment | None = None
-    held_by: str | None = None
-    superseded: dict[tuple[str, int], Segment] = {}
+@dataclass
+class _Holding:
+    """The segment an engine holds now, and the segments another engine's grant closed
+    (keyed by engine and epoch, so a later "deposed" can mark the time they ran at risk)."""
 
-    def close(at_ms: int, *, by_other: bool) -> None:
-        nonlocal held, held_by
-        if held is not None and held_by is not None:
-            held.end_ms = at_ms
+    segment: Segment | None = None
+    engine: str | None = None
+    superseded: dict[tuple[str, int], Segment] = field(default_factory=dict)
+
+    def grant(self, lane: Lane, engine: str, epoch: int, at_ms: int) -> None:
+        self.segment, self.engine = Segment(epoch, at_ms), engine
+        lane.segments.append(self.segment)
+
+    def close(self, at_ms: int, *, by_other: bool) -> None:
+        if self.segment is not None and self.engine is not None:
+            self.segment.end_ms = at_ms
             if by_other:
-                superseded[(held_by, held.epoch)] = held
-        held, held_by = None, None
+                self.superseded[(self.engine, self.segment.epoch)] = self.segment
+        self.segment, self.engine = None, None
 
-    for event in events:
-        kind, engine, at = event["kind"], event["engine_id"], event["at_ms"]
-        lane = _lane(lanes, engine or EXTERNAL_LANE, is_engine=bool(engine))
-        lane.marks.append(
-            Mark(
-                kind,
-                at,
-                event["epoch_before"],
-                event["epoch_after"],
-                event["actor"],
-                event["reason"] or "",
-            )
-        )
-        if kind in GRANTS and engine and event["epoch_after"] is not None:
-            close(at, by_other=held_by != engine)
-            held, held_by = Segment(event["epoch_after"], at), engine
-            lane.segments.append(held)
-        elif kind == "adopted" and engine and held is None and event["epoch_after"] is not None:
-            held, held_by = Segment(event["epoch_after"], at), engine
-            lane.segments.append(held)
-        elif kind in ROTATIONS:
-            close(at, by_other=True)
-        elif kind == "released" and held is not None and held_by == engine:
-            close(at, by_other=False)
-        elif kind == "deposed" and engine:
-            stale = superseded.get((engine, event["epoch_before"] or 0))
-            if stale is not None and stale.end_ms is not None and at > stale.end_ms:
-                stale.at_risk_until_ms = at
 
-    if held is not None:
-        still_held = held_by == holder_engine_id and held.epoch == epoch
-        held.end_ms = now_ms if still_held else max(held.start_ms, events[-1]["at_ms"])
-        held.open = still_held
+def _mark(event: dict[str, Any]) -> Mark:
+    return Mark(
+        event["kind"],
+        event["at_ms"],
+        event["epoch_before"],
+        event["epoch_after"],
+        event["actor"],
+        event["reason"] or "",
+    )
 
-    axis = _Axis(sorted({e["at_ms"] for e in events} | {max(now_ms, events[-1]["at_ms"])}))
-    pct = axis.pct
-    for lane in lanes.values():
+
+def _apply(event: dict[str, Any], lane: Lane, holding: _Holding) -> None:
+    """Move the holding along one event: grants open a segment, rotations and releases
+    close it, and a deposed engine's late notice extends its old segment's risk."""
+    kind, engine, at = event["kind"], event["engine_id"], event["at_ms"]
+    epoch_after = event["epoch_after"]
+    if kind in GRANTS and engine and epoch_after is not None:
+        holding.close(at, by_other=holding.engine != engine)
+        holding.grant(lane, engine, epoch_after, at)
+    elif kind == "adopted" and engine and holding.segment is None and epoch_after is not None:
+        holding.grant(lane, engine, epoch_after, at)
+    elif kind in ROTATIONS:
+        holding.close(at, by_other=True)
+    elif kind == "released" and holding.segment is not None and holding.engine == engine:
+        holding.close(at, by_other=False)
+    elif kind == "deposed" and engine:
+        stale = holding.superseded.get((engine, event["epoch_before"] or 0))
+        if stale is not None and stale.end_ms is not None and at > stale.end_ms:
+            stale.at_risk_until_ms = at
+
+
+def _place(lanes: list[Lane], pct: Callable[[int], float]) -> None:
+    """Give every segment, risk tail and mark its position in percent of the axis."""
+    for lane in lanes:
         for segment in lane.segments:
             segment.left = pct(segment.start_ms)
             finish = segment.end_ms if segment.end_ms is not None else segment.start_ms
@@ -205,5 +205,29 @@ def epoch_timeline(
                 segment.risk_width = round(pct(segment.at_risk_until_ms) - pct(finish), 3)
         for mark in lane.marks:
             mark.left = pct(mark.at_ms)
+
+
+def epoch_timeline(
+    events: list[dict[str, Any]], *, now_ms: int, holder_engine_id: str | None, epoch: int | None
+) -> Timeline | None:
+    """Lanes from events in id order; the current holder's segment stays open until now."""
+    if not events:
+        return None
+    lanes: dict[str, Lane] = {}
+    holding = _Holding()
+    for event in events:
+        engine = event["engine_id"]
+        lane = _lane(lanes, engine or EXTERNAL_LANE, is_engine=bool(engine))
+        lane.marks.append(_mark(event))
+        _apply(event, lane, holding)
+
+    held = holding.segment
+    if held is not None:
+        still_held = holding.engine == holder_engine_id and held.epoch == epoch
+        held.end_ms = now_ms if still_held else max(held.start_ms, events[-1]["at_ms"])
+        held.open = still_held
+
+    axis = _Axis(sorted({e["at_ms"] for e in events} | {max(now_ms, events[-1]["at_ms"])}))
+    _place(list(lanes.values()), axis.pct)
     ordered = sorted(lanes.values(), key=lambda lane: (not lane.is_engine,))
     return Timeline(axis.times[0], axis.times[-1], ordered, axis.ticks(), axis.gaps())

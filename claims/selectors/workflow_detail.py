@@ -40,7 +40,7 @@ class HolderEngine:
 @dataclass(frozen=True)
 class WorkflowDetail:
     workflow_id: str
-    workflow: Workflow | None  # None once purged: the claim row outlives it
+    workflow: Workflow | None  # None without a workflow row: the claim row outlives it
     claim: ClaimView | None
     holder_engine: HolderEngine | None
     holder_known: bool  # False when the holder names an engine never registered

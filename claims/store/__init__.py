@@ -1,13 +1,33 @@
 """The Django ORM claim store: the contract of ``claims.protocol.testing.MemoryClaimStore``
-on the default database, PostgreSQL or SQLite alike."""
+on the default database, PostgreSQL or SQLite alike.
 
-from .grants import GrantQueries
-from .passes import PassQueries
-from .rows import ClaimRowStore, claim_row_from_values
+``OrmClaimStore`` composes one query class per table: the claim rows one at a time
+(``rows``) and many at a time (``claim_sets``), the workflows and their visibility index
+(``workflows``), the reclaim cursor (``reclaim_cursor``), the pending re-drives
+(``redrives``) and the ownership-mode marker (``ownership``). Every hand-written statement
+they send is in ``sql``.
+"""
+
+from django.db import connection
+
+from .claim_sets import ClaimSetQueries
+from .ownership import OwnershipMarkerQueries
+from .reclaim_cursor import ReclaimCursorQueries
+from .redrives import RedriveQueries
+from .rows import ClaimRowQueries, claim_row_from_values
+from .workflows import WorkflowQueries
 
 
-class OrmClaimStore(ClaimRowStore, PassQueries, GrantQueries):
-    pass
+class OrmClaimStore(
+    ClaimRowQueries,
+    ClaimSetQueries,
+    WorkflowQueries,
+    ReclaimCursorQueries,
+    RedriveQueries,
+    OwnershipMarkerQueries,
+):
+    def close_thread_resources(self) -> None:
+        connection.close()
 
 
 __all__ = ["OrmClaimStore", "claim_row_from_values"]

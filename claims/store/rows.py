@@ -1,9 +1,10 @@
-"""Single-claim reads and compare-and-swaps: each CAS is one conditional statement.
+"""The claim rows one at a time: reads and compare-and-swaps, each CAS one conditional statement.
 
 The row count of a conditional UPDATE (or INSERT ... ON CONFLICT DO NOTHING)
 decides each CAS; nothing is read, modified and saved. A transition and its
 ClaimEvent commit together, so the event log is a faithful witness. The
-statements themselves are in ``sql.py``.
+statements themselves are in ``sql/claim_rows.py``; the set-based queries of the same
+table are in ``claim_sets.py``.
 """
 
 from __future__ import annotations
@@ -11,15 +12,16 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from django.db import connection, transaction
+from django.db import transaction
 
-from claims.models import ClaimEvent, OwnershipModeMarker, WorkflowClaim
+from claims.models import ClaimEvent, WorkflowClaim
 from claims.protocol.errors import EngineDeposedError
 from claims.protocol.records import ClaimEventRecord, ClaimRow, Holder
 
 from .prepared import database, fetch_one, run
-from .sql import HOLDER_COLUMNS as HOLDER_COLUMNS  # the selectors read rows with these
-from .sql import claim_statements
+from .sql.claim_rows import EVENT_TRANSITION_FIELDS as EVENT_TRANSITION_FIELDS  # the audit's
+from .sql.claim_rows import HOLDER_COLUMNS as HOLDER_COLUMNS  # the selectors read with these
+from .sql.claim_rows import claim_statements
 
 T = TypeVar("T")
 
@@ -80,17 +82,6 @@ def claim_row_from_values(
     return ClaimRow(workflow_id, epoch, holder)
 
 
-def insert_if_absent(model: type[Any], values: dict[str, Any]) -> bool:
-    """INSERT ... ON CONFLICT DO NOTHING (PostgreSQL and SQLite alike); True if it inserted."""
-    table = connection.ops.quote_name(model._meta.db_table)
-    columns = ", ".join(connection.ops.quote_name(column) for column in values)
-    placeholders = ", ".join(["%s"] * len(values))
-    sql = f"INSERT INTO {table} ({columns}) VALUES ({placeholders}) ON CONFLICT DO NOTHING"
-    with connection.cursor() as cursor:
-        cursor.execute(sql, list(values.values()))
-        return cursor.rowcount == 1
-
-
 def event_row(event: ClaimEventRecord) -> ClaimEvent:
     return ClaimEvent(
         workflow_id=event.workflow_id,
@@ -104,7 +95,7 @@ def event_row(event: ClaimEventRecord) -> ClaimEvent:
     )
 
 
-class ClaimRowStore:
+class ClaimRowQueries:
     """Single-claim reads and compare-and-swaps."""
 
     def read_claim(self, workflow_id: str) -> ClaimRow | None:
@@ -174,18 +165,3 @@ class ClaimRowStore:
             if not locked:
                 raise EngineDeposedError(workflow_id)
             return fn()
-
-    def close_thread_resources(self) -> None:
-        connection.close()
-
-    def read_ownership_mode(self) -> tuple[str, int | None] | None:
-        return (
-            OwnershipModeMarker.objects.filter(id=1)
-            .values_list("mode", "established_at_ms")
-            .first()
-        )
-
-    def insert_ownership_mode(self, mode: str, established_at_ms: int) -> bool:
-        return insert_if_absent(
-            OwnershipModeMarker, {"id": 1, "mode": mode, "established_at_ms": established_at_ms}
-        )

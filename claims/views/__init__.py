@@ -1,6 +1,12 @@
 """Operator pages: thin views over claims.selectors and the claim services."""
 
-from .actions import claim_release, claim_takeover, workflow_cancel_action
+from .actions import (
+    claim_release,
+    claim_takeover,
+    workflow_cancel_action,
+    workflow_resume_action,
+    workflow_suspend_action,
+)
 from .audit import audit
 from .claims import claims
 from .engines import engine, engines
@@ -22,4 +28,6 @@ __all__ = [
     "redrives",
     "workflow",
     "workflow_cancel_action",
+    "workflow_resume_action",
+    "workflow_suspend_action",
 ]

@@ -1,8 +1,8 @@
-"""Operator actions on one workflow: force release, force takeover, cancel.
+"""Operator actions on one workflow: force release, force takeover, cancel, suspend, resume.
 
 GET shows the confirmation (the precondition the write will assert and its effect);
-POST performs it. Release and takeover compare-and-swap on the epoch the operator saw:
-when it moved, the answer is 409 with the fresh state and a new form in place of the old.
+POST performs it. Each compare-and-swaps on the epoch the operator saw: when it moved,
+the answer is 409 with the fresh state and a new form in place of the old.
 """
 
 from __future__ import annotations
@@ -16,18 +16,15 @@ from django.urls import reverse
 from django.views.decorators.http import require_http_methods
 from django_htmx.http import reswap, retarget, trigger_client_event
 
-from claims.models import TERMINAL_STATUSES, Workflow
-from claims.notify import claim_force_takeover_and_notify
-from claims.protocol.errors import (
-    ClaimConfigError,
-    InvalidTransitionError,
-    StaleEpochError,
-)
+from claims.fleet_clock import fleet_now
+from claims.protocol.errors import ClaimConfigError, InvalidTransitionError, StaleEpochError
 from claims.selectors.engines import live_engine_ids
 from claims.selectors.workflow_detail import claim_view
-from claims.services import claim_force_release, workflow_cancel
+from claims.selectors.workflows import workflow_get
+from claims.services.rules import ReadOnlyError
 from weftboard.http import HtmxHttpRequest
 
+from .action_kinds import ACTIONS, ActionForm, ActionKind
 from .errors import BadInput, NotFound, Refused, error_response
 from .inputs import (
     engine_id_param,
@@ -36,52 +33,42 @@ from .inputs import (
     reason_param,
     workflow_id_param,
 )
-from .pages import fleet_now, operator_page
-from .permissions import CANCEL_WORKFLOW, FORCE_CLAIM, action_refusal
+from .pages import operator_page
+from .permissions import action_refusal
 
 ACTION_TARGET = "#action-panel"
 TEMPLATE = "claims/action.html"
-TITLES = {"release": "Force release", "takeover": "Force takeover", "cancel": "Cancel workflow"}
 
 
 def _context(
     request: HtmxHttpRequest, action: str, workflow_id: str, **extra: Any
 ) -> dict[str, Any]:
+    kind = ACTIONS[action]
     now, timing = fleet_now()
-    workflow = Workflow.objects.filter(workflow_id=workflow_id).first()
+    workflow = workflow_get(workflow_id)
     claim = claim_view(workflow_id, now_ms=now, timing=timing)
     if workflow is None and claim is None:
         raise NotFound(f"no workflow and no claim with id {workflow_id!r}")
-    permission = CANCEL_WORKFLOW if action == "cancel" else FORCE_CLAIM
-    refusal = action_refusal(request.user, permission)
     # Not allowed (403) comes first; then what the workflow's state rules out (409).
+    refusal = action_refusal(request.user, kind.permission)
     refusal_status = 403
     if refusal is None:
-        refusal_status = 409
-        if action == "cancel" and workflow is None:
-            refusal = "the workflow was purged; only its claim row is kept"
-        elif action == "cancel" and workflow is not None and workflow.status in TERMINAL_STATUSES:
-            refusal = f"the workflow is already {workflow.status}"
-        elif action != "cancel" and claim is None:
-            refusal = "this workflow has never been claimed"
-        elif action == "release" and claim is not None and claim.state == "ownerless":
-            refusal = "nobody holds this claim: there is nothing to release"
-        elif action == "takeover" and (workflow is None or workflow.status in TERMINAL_STATUSES):
-            status = "purged" if workflow is None else workflow.status
-            refusal = f"the workflow is {status}: no engine needs to drive it"
+        refusal, refusal_status = kind.conflict(workflow, claim), 409
     context: dict[str, Any] = {
         "action": action,
-        "title": TITLES[action],
+        "title": kind.title,
         "workflow_id": workflow_id,
         "workflow": workflow,
         "claim": claim,
-        # What the operator sees, and the form sends back; 0: never claimed (cancel only).
-        "expected_epoch": (0 if action == "cancel" else None) if claim is None else claim.epoch,
+        # What the operator sees, and the form sends back.
+        "expected_epoch": kind.unclaimed_epoch if claim is None else claim.epoch,
+        # The action's own URL: the URL names are the ACTIONS keys.
+        "action_url": reverse(f"claims:{action}", args=[workflow_id]),
         "now": now,
         "timing": timing,
         "refusal": refusal,
         "refusal_status": refusal_status,
-        "engines": live_engine_ids() if action == "takeover" else [],
+        "engines": live_engine_ids() if kind.chooses_engine else [],
         "errors": {},
         "values": {},
     }
@@ -108,73 +95,70 @@ def _done(
     return response
 
 
-def _perform(
-    request: HtmxHttpRequest, action: str, workflow_id: str, context: dict[str, Any]
-) -> HttpResponseBase:
+def _posted_epoch(kind: ActionKind, raw: str) -> int | None:
+    """The epoch the operator saw. Malformed, it is not a form slip but a bad request
+    (BadInput, 400): there is nothing to re-offer."""
+    if kind.unclaimed_epoch is not None and raw.strip() == str(kind.unclaimed_epoch):
+        return kind.unclaimed_epoch  # the workflow had no claim when the operator saw it
+    return positive_int(raw, what="expected_epoch")
+
+
+def _read_form(
+    request: HtmxHttpRequest, kind: ActionKind, context: dict[str, Any]
+) -> tuple[ActionForm, dict[str, str]]:
+    """The posted form, and the field errors to show beside it (empty when it is good)."""
     post = request.POST
-    actor = request.user.get_username()
     values = {"reason": post.get("reason", ""), "target": post.get("target_engine_id", "")}
     context["values"] = values
     errors: dict[str, str] = {}
+    reason = target = ""
     try:
         reason = reason_param(values["reason"])
     except BadInput as error:
         errors["reason"] = str(error)
-    # A malformed epoch is not a form slip but a bad request: nothing to re-offer.
-    raw_epoch = post.get("expected_epoch", "")
-    if action == "cancel" and raw_epoch.strip() == "0":
-        expected: int | None = 0  # the workflow had no claim when the operator saw it
-    else:
-        expected = positive_int(raw_epoch, what="expected_epoch")
-    target = ""
-    if action == "takeover":
+    expected = _posted_epoch(kind, post.get("expected_epoch", ""))
+    if kind.chooses_engine:
         try:
             target = engine_id_param(values["target"].strip())
             if target not in context["engines"]:
                 raise BadInput(f"engine {target!r} is not a live engine")
         except BadInput as error:
             errors["target"] = str(error)
+    form = ActionForm(
+        actor=request.user.get_username(),
+        reason=reason,
+        expected_epoch=expected,
+        target_engine_id=target,
+    )
+    return form, errors
+
+
+def _perform(
+    request: HtmxHttpRequest, action: str, workflow_id: str, context: dict[str, Any]
+) -> HttpResponseBase:
+    kind = ACTIONS[action]
+    form, errors = _read_form(request, kind, context)
     if errors:
         context["errors"] = errors
-        if expected is not None:
-            context["expected_epoch"] = expected
+        if form.expected_epoch is not None:
+            context["expected_epoch"] = form.expected_epoch
         return _form(request, context, status=400)
-    old = context["claim"]
     try:
-        if action == "release":
-            assert expected is not None
-            epoch = claim_force_release(
-                workflow_id, expected_epoch=expected, actor=actor, reason=reason
-            )
-            holder = old.holder_engine_id if old and old.holder_engine_id else None
-            message = f"Released: epoch {expected} → {epoch}" + (
-                f"; engine {holder} is deposed on its next write" if holder else ""
-            )
-        elif action == "takeover":
-            assert expected is not None
-            epoch = claim_force_takeover_and_notify(
-                workflow_id,
-                expected_epoch=expected,
-                target_engine_id=target,
-                actor=actor,
-                reason=reason,
-            )
-            message = f"Taken over: epoch {expected} → {epoch}; engine {target} adopts it"
-        else:
-            workflow_cancel(workflow_id, actor=actor, reason=reason, expected_epoch=expected)
-            message = "Cancelled; its claim moved to the next epoch"
+        message = kind.perform(workflow_id, form, context["claim"])
     except (StaleEpochError, InvalidTransitionError) as error:
-        fresh = _context(request, action, workflow_id, values=values)
+        fresh = _context(request, action, workflow_id, values=context["values"])
         if isinstance(error, StaleEpochError):
-            fresh.update(stale=True, seen_epoch=expected)
+            fresh.update(stale=True, seen_epoch=form.expected_epoch)
         else:
             fresh.update(conflict=str(error))
         # The live parts of the page refresh too, so everything shows the fresh state.
         return trigger_client_event(
             _form(request, fresh, status=409), "claimChanged", {"workflow_id": workflow_id}
         )
+    except ReadOnlyError:
+        raise  # a refusal, not a slip in the form: answered by _action
     except ClaimConfigError as error:
-        context["errors"] = {"target" if action == "takeover" else "reason": str(error)}
+        context["errors"] = {kind.error_field: str(error)}
         return _form(request, context, status=400)
     return _done(request, workflow_id, message, context)
 
@@ -195,7 +179,8 @@ def _action(request: HtmxHttpRequest, action: str, workflow_id: str) -> HttpResp
                 raise Refused(context["refusal"])
             return _form(request, context, status=409)
         return _perform(request, action, workflow_id, context)
-    except BadInput as error:
+    except (BadInput, ReadOnlyError) as error:
+        # The read-only switch was turned on after the page drew the form: 403 here too.
         return error_response(request, error, target=ACTION_TARGET)
 
 
@@ -218,3 +203,17 @@ def claim_takeover(request: HtmxHttpRequest, workflow_id: str) -> HttpResponseBa
 def workflow_cancel_action(request: HtmxHttpRequest, workflow_id: str) -> HttpResponseBase:
     """External terminal transition: cancelled, and the claim rotated in the same commit."""
     return _action(request, "cancel", workflow_id)
+
+
+@require_http_methods(["GET", "POST"])
+@operator_page
+def workflow_suspend_action(request: HtmxHttpRequest, workflow_id: str) -> HttpResponseBase:
+    """Running to suspended, the claim rotated to no holder in the same commit."""
+    return _action(request, "suspend", workflow_id)
+
+
+@require_http_methods(["GET", "POST"])
+@operator_page
+def workflow_resume_action(request: HtmxHttpRequest, workflow_id: str) -> HttpResponseBase:
+    """Suspended to running, ownerless at the next epoch: the next reclaim pass takes it."""
+    return _action(request, "resume", workflow_id)

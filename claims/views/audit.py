@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from django.http import HttpResponse, HttpResponseBase, StreamingHttpResponse
 from django.views.decorators.http import require_GET
 
+from claims.fleet_clock import fleet_now
 from claims.models import ClaimEventKind
 from claims.selectors.audit import CSV_COLUMNS, CSV_MAX_ROWS, AuditFilters, audit_page, audit_rows
 from weftboard.http import HtmxHttpRequest
@@ -20,7 +21,7 @@ from .inputs import (
     optional_text,
     optional_utc_ms,
 )
-from .pages import fleet_now, operator_page, render_page
+from .pages import operator_page, render_page
 
 # A spreadsheet reads a cell that starts with one of these as a formula (OWASP's list).
 FORMULA_LEADS = ("=", "+", "-", "@", "\t", "\r")

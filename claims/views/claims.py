@@ -7,13 +7,14 @@ from typing import cast
 from django.http import HttpResponse
 from django.views.decorators.http import require_GET
 
+from claims.fleet_clock import fleet_now
 from claims.protocol.states import CLAIM_STATES, ClaimState
 from claims.selectors import claim_list
 from claims.selectors.engines import live_engine_statuses
 from weftboard.http import HtmxHttpRequest
 
 from .inputs import optional_choice, optional_prefix, optional_text
-from .pages import fleet_now, operator_page, render_page
+from .pages import operator_page, render_page
 from .permissions import FORCE_CLAIM, action_refusal
 
 PAGE_SIZE = 50

@@ -5,13 +5,14 @@ from __future__ import annotations
 from django.http import HttpResponse
 from django.views.decorators.http import require_GET
 
+from claims.fleet_clock import fleet_now
 from claims.models import EngineStatus
 from claims.selectors.engines import engine_detail, engine_list
 from weftboard.http import HtmxHttpRequest
 
 from .errors import NotFound
 from .inputs import engine_id_param, optional_choice
-from .pages import fleet_now, operator_page, render_page
+from .pages import operator_page, render_page
 
 
 @require_GET

@@ -15,6 +15,7 @@ from claims.protocol.errors import (
     WorkflowClaimUnavailableError,
     WorkflowNotFoundError,
 )
+from claims.services.rules import ReadOnlyError
 from weftboard.http import HtmxHttpRequest
 
 # Where an HTMX error lands when the view names no better place: the flash region under the nav.
@@ -40,6 +41,8 @@ class Refused(BadInput):
 def status_for(error: Exception) -> int:
     if isinstance(error, BadInput):
         return error.status
+    if isinstance(error, ReadOnlyError):
+        return 403  # a ClaimConfigError, but a refusal rather than bad input
     if isinstance(error, WorkflowNotFoundError):
         return 404
     if isinstance(error, StaleEpochError | InvalidTransitionError | WorkflowClaimUnavailableError):

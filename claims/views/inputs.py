@@ -11,7 +11,8 @@ from claims.models import ENGINE_ID_MAX_LENGTH, WORKFLOW_ID_MAX_LENGTH
 from claims.protocol.constants import MAX_SAFE_INTEGER
 from claims.protocol.errors import InvalidInputError, InvalidWorkflowIdError
 from claims.protocol.ids import check_workflow_id
-from claims.protocol.text import check_identifier, check_reason
+from claims.protocol.text import check_identifier
+from claims.services.rules import operator_reason
 
 from .errors import BadInput
 
@@ -27,9 +28,10 @@ def checked_text(value: str, *, what: str, max_length: int = TEXT_MAX_LENGTH) ->
 
 
 def reason_param(value: str) -> str:
-    """An operator's reason, by the shared rule (claims.protocol.text)."""
+    """An operator's reason, by the services' one rule (claims.services.rules), checked here
+    as well so the form shows it beside the field."""
     try:
-        return check_reason(value)
+        return operator_reason(value)
     except InvalidInputError as error:
         raise BadInput(str(error)) from error
 

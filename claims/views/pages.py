@@ -1,4 +1,4 @@
-"""What every operator page shares: login, the fleet clock, and full page or fragment."""
+"""What every operator page shares: login, the error mapping, and full page or fragment."""
 
 from __future__ import annotations
 
@@ -13,10 +13,7 @@ from django.http import HttpResponse, HttpResponseBase
 from django.shortcuts import render
 from django_htmx.http import HttpResponseClientRedirect
 
-from claims.clock import fleet_clock
-from claims.conf import claim_timing
 from claims.protocol.errors import ClaimError
-from claims.protocol.timing import ClaimTiming
 from weftboard.http import HtmxHttpRequest
 
 from .errors import BadInput, error_response
@@ -41,11 +38,6 @@ def operator_page(view: View) -> View:
             return error_response(request, error)
 
     return wrapper  # type: ignore[return-value]
-
-
-def fleet_now() -> tuple[int, ClaimTiming]:
-    """Now on the fleet's time base (the database clock) and the claim timing."""
-    return fleet_clock()(), claim_timing()
 
 
 def wants_fragment(request: HtmxHttpRequest) -> bool:

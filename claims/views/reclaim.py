@@ -5,10 +5,11 @@ from __future__ import annotations
 from django.http import HttpResponse
 from django.views.decorators.http import require_GET
 
+from claims.fleet_clock import fleet_now
 from claims.selectors.reclaim import SOURCES, reclaim_progress
 from weftboard.http import HtmxHttpRequest
 
-from .pages import fleet_now, operator_page, render_page
+from .pages import operator_page, render_page
 
 
 @require_GET

@@ -5,14 +5,15 @@ from __future__ import annotations
 from django.http import HttpResponse
 from django.views.decorators.http import require_GET
 
+from claims.fleet_clock import fleet_now
 from claims.models import TERMINAL_STATUSES
 from claims.selectors.workflow_detail import workflow_detail
 from weftboard.http import HtmxHttpRequest
 
 from .errors import NotFound
 from .inputs import workflow_id_param
-from .pages import fleet_now, operator_page, render_page
-from .permissions import CANCEL_WORKFLOW, FORCE_CLAIM, action_refusal
+from .pages import operator_page, render_page
+from .permissions import CANCEL_WORKFLOW, FORCE_CLAIM, SUSPEND_WORKFLOW, action_refusal
 
 
 @require_GET
@@ -31,6 +32,8 @@ def workflow(request: HtmxHttpRequest, workflow_id: str) -> HttpResponse:
         "claim_refusal": action_refusal(request.user, FORCE_CLAIM),
         "cancel_refusal": action_refusal(request.user, CANCEL_WORKFLOW)
         or (None if running else "the workflow is not running"),
+        # Suspend is offered on a running workflow, resume on a suspended one.
+        "suspend_refusal": action_refusal(request.user, SUSPEND_WORKFLOW),
     }
     return render_page(
         request,

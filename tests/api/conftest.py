@@ -7,17 +7,22 @@ from typing import Any
 from urllib.parse import quote
 
 import pytest
-from django.contrib.auth.models import Permission
 from django.core.cache import cache
 from django.test import Client
 
-from claims.clock import fleet_clock
+from claims.fleet_clock import fleet_clock
 from claims.models import ApiToken, Engine, EngineStatus, Workflow, WorkflowClaim, WorkflowStatus
 from claims.tokens import api_token_mint
 from tests import factories
 
 API = "/api/v1"
-WRITE_PERMISSIONS = ("force_claim", "cancel_workflow", "add_workflow", "schedule_backfill")
+WRITE_PERMISSIONS = (
+    "force_claim",
+    "cancel_workflow",
+    "suspend_workflow",
+    "add_workflow",
+    "schedule_backfill",
+)
 
 
 def url(path: str) -> str:
@@ -48,11 +53,7 @@ def _fresh_throttle() -> Iterator[None]:
 
 @pytest.fixture
 def operator(django_user_model: Any) -> Any:
-    user = django_user_model.objects.create_user("operator", password="pw")
-    user.user_permissions.set(
-        Permission.objects.filter(content_type__app_label="claims", codename__in=WRITE_PERMISSIONS)
-    )
-    return user
+    return factories.make_user("operator", WRITE_PERMISSIONS)
 
 
 @pytest.fixture
@@ -77,15 +78,7 @@ def bearer(secret: str) -> dict[str, str]:
 def make_workflow(
     workflow_id: str, *, status: str = WorkflowStatus.RUNNING, workflow_type: str = "order"
 ) -> Workflow:
-    now = now_ms()
-    return Workflow.objects.create(
-        workflow_id=workflow_id,
-        workflow_type=workflow_type,
-        status=status,
-        state={"input": None, "steps": {}},
-        created_at_ms=now,
-        updated_at_ms=now,
-    )
+    return factories.make_workflow(workflow_id, status=status, workflow_type=workflow_type)
 
 
 def make_claim(workflow_id: str, **fields: Any) -> WorkflowClaim:

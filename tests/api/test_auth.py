@@ -37,6 +37,8 @@ READS = [
 WRITES = [
     (url("/workflows"), {"workflow_type": "order"}),
     (wf_url("wf-1", "/cancel"), {"reason": "stop"}),
+    (wf_url("wf-1", "/suspend"), {"expected_epoch": 3, "reason": "hold"}),
+    (wf_url("wf-1", "/resume"), {"expected_epoch": 3, "reason": "go on"}),
     (wf_url("wf-1", "/claim/release"), {"expected_epoch": 3, "reason": "stuck"}),
     (
         wf_url("wf-1", "/claim/takeover"),

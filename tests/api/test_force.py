@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from typing import Any
 from unittest import mock
 
 import pytest
@@ -23,6 +24,17 @@ def world():
     make_claim("wf-1", epoch=41, engine="e-1", expires_in_ms=60_000)
     make_engine("e-1")
     make_engine("e-2")
+
+
+@pytest.fixture
+def post_committed(operator_client, django_capture_on_commit_callbacks):
+    """Post as the operator, then run what the write left for after its commit (the adopt)."""
+
+    def send(path: str, body: dict[str, object]) -> Any:
+        with django_capture_on_commit_callbacks(execute=True):
+            return post(operator_client, path, body)
+
+    return send
 
 
 @pytest.fixture
@@ -52,16 +64,11 @@ def test_force_release_moves_to_the_next_epoch_with_no_holder(operator_client):
     assert (event.actor, event.reason) == ("operator", "stuck engine")
 
 
-def test_force_takeover_grants_the_target_and_sends_adopt_to_its_queue(
-    operator_client, adopt_send, django_capture_on_commit_callbacks
-):
+def test_force_takeover_grants_the_target_and_sends_adopt_to_its_queue(post_committed, adopt_send):
     """Takeover at the epoch seen grants epoch + 1 to the target, then tells its own queue."""
-    with django_capture_on_commit_callbacks(execute=True):
-        response = post(
-            operator_client,
-            TAKEOVER,
-            {"expected_epoch": 41, "target_engine_id": "e-2", "reason": "e-1 hung"},
-        )
+    response = post_committed(
+        TAKEOVER, {"expected_epoch": 41, "target_engine_id": "e-2", "reason": "e-1 hung"}
+    )
 
     assert response.status_code == 200, response.content
     body = response.json()
@@ -76,15 +83,12 @@ def test_force_takeover_grants_the_target_and_sends_adopt_to_its_queue(
 
 
 def test_a_broker_that_is_down_does_not_fail_a_committed_takeover(
-    operator_client, adopt_send, django_capture_on_commit_callbacks, caplog
+    post_committed, adopt_send, caplog
 ):
     adopt_send.side_effect = KombuOperationalError("Error 111 connecting to 127.0.0.1:6379.")
-    with django_capture_on_commit_callbacks(execute=True):
-        response = post(
-            operator_client,
-            TAKEOVER,
-            {"expected_epoch": 41, "target_engine_id": "e-2", "reason": "x"},
-        )
+    response = post_committed(
+        TAKEOVER, {"expected_epoch": 41, "target_engine_id": "e-2", "reason": "x"}
+    )
 
     assert response.status_code == 200, response.content
     assert claim_values("wf-1")[:3] == (42, "e-2", 42)
@@ -103,17 +107,14 @@ def test_adopt_is_not_sent_before_the_commit(operator_client, adopt_send):
 
 @pytest.mark.parametrize("path", [RELEASE, TAKEOVER])
 def test_stale_epoch_gets_409_with_the_fresh_state_and_changes_nothing(
-    operator_client, adopt_send, django_capture_on_commit_callbacks, path
+    post_committed, adopt_send, path
 ):
     """An epoch the claim has left answers 409 with epoch, holder and state as they are now."""
     before = unchanged()
 
-    with django_capture_on_commit_callbacks(execute=True):
-        response = post(
-            operator_client,
-            path,
-            {"expected_epoch": 40, "target_engine_id": "e-2", "reason": "stale view"},
-        )
+    response = post_committed(
+        path, {"expected_epoch": 40, "target_engine_id": "e-2", "reason": "stale view"}
+    )
 
     assert response.status_code == 409
     body = response.json()
@@ -199,18 +200,13 @@ def test_a_target_that_is_not_an_active_engine_gets_422(operator_client, adopt_s
     adopt_send.assert_not_called()
 
 
-def test_takeover_to_an_engine_without_a_queue_leaves_it_to_reclaim(
-    operator_client, adopt_send, django_capture_on_commit_callbacks
-):
+def test_takeover_to_an_engine_without_a_queue_leaves_it_to_reclaim(post_committed, adopt_send):
     """An active engine with no queue gets the claim, but no message can reach it."""
     make_engine("e-local", queue="")
 
-    with django_capture_on_commit_callbacks(execute=True):
-        response = post(
-            operator_client,
-            TAKEOVER,
-            {"expected_epoch": 41, "target_engine_id": "e-local", "reason": "x"},
-        )
+    response = post_committed(
+        TAKEOVER, {"expected_epoch": 41, "target_engine_id": "e-local", "reason": "x"}
+    )
 
     assert response.status_code == 200
     assert response.json()["adopt_queue"] is None

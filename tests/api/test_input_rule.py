@@ -62,35 +62,33 @@ def test_a_takeover_target_with_control_characters_gets_422(operator_client, tex
     assert post(operator_client, wf_url("wf-1", "/claim/takeover"), body).status_code == 422
 
 
+def start_order(client, payload):
+    """Start an "order" workflow through the API with ``payload`` as its input."""
+    return post(client, url("/workflows"), {"workflow_type": "order", "input": payload})
+
+
+def assert_refused_unstored(response, *, naming: str) -> None:
+    """A 422 whose detail names what is wrong, and no workflow was stored."""
+    assert response.status_code == 422
+    assert naming in str(response.json()["detail"])
+    assert not Workflow.objects.exists()
+
+
 @pytest.mark.parametrize(
     "payload",
     [{"note": "nul\x00here"}, {"nul\x00key": 1}, ["deep", ["nul\x00"]], "top\x00level"],
 )
 def test_a_workflow_input_holding_a_nul_gets_422(operator_client, payload):
-    response = post(
-        operator_client, url("/workflows"), {"workflow_type": "order", "input": payload}
-    )
-
-    assert response.status_code == 422
-    assert "NUL" in str(response.json()["detail"])
-    assert not Workflow.objects.exists()
+    assert_refused_unstored(start_order(operator_client, payload), naming="NUL")
 
 
 @pytest.mark.parametrize("payload", [{"note": "half \ud800 pair"}, {"\udfff": 1}, ["\ud83d"]])
 def test_a_workflow_input_holding_a_lone_surrogate_gets_422(operator_client, payload):
     """A "\\ud800" escape without its pair: UTF-8 cannot encode it, PostgreSQL cannot store it."""
-    response = post(
-        operator_client, url("/workflows"), {"workflow_type": "order", "input": payload}
-    )
-
-    assert response.status_code == 422
-    assert "surrogate" in str(response.json()["detail"])
-    assert not Workflow.objects.exists()
+    assert_refused_unstored(start_order(operator_client, payload), naming="surrogate")
 
 
 def test_a_workflow_input_with_a_whole_surrogate_pair_is_an_emoji_and_welcome(operator_client):
-    response = post(
-        operator_client, url("/workflows"), {"workflow_type": "order", "input": {"note": "🚀"}}
-    )
+    response = start_order(operator_client, {"note": "🚀"})
 
     assert response.status_code == 201

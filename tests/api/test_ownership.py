@@ -71,8 +71,8 @@ def test_a_never_claimed_workflow_reads_as_ownerless(viewer_client):
     }
 
 
-def test_a_purged_workflow_still_shows_its_claim(viewer_client):
-    """The claim row outlives a purged workflow: the read shows it with no workflow."""
+def test_a_claim_without_a_workflow_row_still_shows(viewer_client):
+    """The claim row outlives a deleted workflow row: the read shows it with no workflow."""
     make_claim("wf-gone", epoch=9, engine=None)
 
     body = viewer_client.get(wf_url("wf-gone", "/ownership")).json()

@@ -11,13 +11,10 @@ from typing import Any
 import pytest
 from django.db import connection
 
-from claims.backfill import (
-    BackfillAlreadyActiveError,
-    backfill_cancel,
-    backfill_run,
-    backfill_schedule,
-)
+from claims.backfill import BackfillAlreadyActiveError, backfill_run
+from claims.backfill.runner import BackfillHooks
 from claims.models import BackfillJob, WorkflowVisibility
+from claims.services.backfills import backfill_cancel, backfill_schedule
 
 from ._data import import_workflows, index_snapshot, workflow_ids, workflow_snapshot
 
@@ -48,7 +45,7 @@ def in_threads(*targets: Callable[[], Any]) -> list[Any]:
     return results
 
 
-def test_two_runners_without_the_lease_still_process_each_batch_once(batch_hooks, monkeypatch):
+def test_two_runners_without_the_lease_still_process_each_batch_once():
     """The per-batch row lock (PostgreSQL) / write lock (SQLite) alone keeps them apart."""
     import_workflows(workflow_ids(60))
     job = backfill_schedule(run_at=None, requested_by="alice")
@@ -57,7 +54,6 @@ def test_two_runners_without_the_lease_still_process_each_batch_once(batch_hooks
     def always_leased():
         yield True
 
-    monkeypatch.setattr("claims.backfill.runner.runner_lease", always_leased)
     batches: list[tuple[str, str | None]] = []
     guard = threading.Lock()
 
@@ -68,12 +64,11 @@ def test_two_runners_without_the_lease_still_process_each_batch_once(batch_hooks
         with guard:
             batches.append((threading.current_thread().name, job.cursor))
 
-    batch_hooks.after_read(slow_read)
-    batch_hooks.before_commit(record)
+    hooks = BackfillHooks(after_read=slow_read, before_commit=record, lease=always_leased)
 
     in_threads(
-        lambda: backfill_run(job.pk, batch_size=4),
-        lambda: backfill_run(job.pk, batch_size=4),
+        lambda: backfill_run(job.pk, batch_size=4, hooks=hooks),
+        lambda: backfill_run(job.pk, batch_size=4, hooks=hooks),
     )
 
     job.refresh_from_db()
@@ -89,7 +84,7 @@ def test_two_runners_without_the_lease_still_process_each_batch_once(batch_hooks
     assert index_snapshot() == workflow_snapshot()
 
 
-def test_a_second_runner_is_turned_away_while_the_first_holds_the_lease(batch_hooks):
+def test_a_second_runner_is_turned_away_while_the_first_holds_the_lease():
     import_workflows(workflow_ids(12))
     job = backfill_schedule(run_at=None, requested_by="alice")
     first_in_batch = threading.Event()
@@ -103,15 +98,15 @@ def test_a_second_runner_is_turned_away_while_the_first_holds_the_lease(batch_ho
             # Outside any lock the second runner could wait on: only the lease stands between.
             assert second_done.wait(timeout=30)
 
-    batch_hooks.before_commit(hold_first_batch)
+    hooks = BackfillHooks(before_commit=hold_first_batch)
 
     def first():
-        return backfill_run(job.pk, batch_size=5)
+        return backfill_run(job.pk, batch_size=5, hooks=hooks)
 
     def second():
         assert first_in_batch.wait(timeout=30)
         try:
-            return backfill_run(job.pk, batch_size=5)
+            return backfill_run(job.pk, batch_size=5, hooks=hooks)
         finally:
             second_done.set()
 
@@ -125,7 +120,7 @@ def test_a_second_runner_is_turned_away_while_the_first_holds_the_lease(batch_ho
     assert WorkflowVisibility.objects.count() == 12
 
 
-def test_a_cancel_from_another_connection_waits_for_the_batch_and_stops_the_run(batch_hooks):
+def test_a_cancel_from_another_connection_waits_for_the_batch_and_stops_the_run():
     import_workflows(workflow_ids(60))
     job = backfill_schedule(run_at=None, requested_by="alice")
     second_batch_started = threading.Event()
@@ -135,13 +130,13 @@ def test_a_cancel_from_another_connection_waits_for_the_batch_and_stops_the_run(
             second_batch_started.set()
             time.sleep(0.3)
 
-    batch_hooks.after_read(slow_second_batch)
+    hooks = BackfillHooks(after_read=slow_second_batch)
 
     def operator():
         assert second_batch_started.wait(timeout=30)
         return backfill_cancel(job_id=job.pk, actor="bob")
 
-    ran, cancelled = in_threads(lambda: backfill_run(job.pk, batch_size=5), operator)
+    ran, cancelled = in_threads(lambda: backfill_run(job.pk, batch_size=5, hooks=hooks), operator)
 
     # The cancel waited for the batch in flight (it read the job after batch 2 committed)...
     assert cancelled.status == "cancelled"

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from claims.backfill import backfill_cancel, backfill_run, backfill_run_due, backfill_schedule
+from claims.backfill import backfill_run, backfill_run_due
+from claims.backfill.runner import NO_HOOKS, BackfillHooks
 from claims.models import BackfillJob, VisibilityWatermark, Workflow, WorkflowVisibility
+from claims.services.backfills import backfill_cancel, backfill_schedule
 
 from ._data import (
     START_MS,
@@ -24,10 +26,10 @@ class SimulatedCrash(BaseException):
     """A process dying mid-batch: not an Exception, so nothing records it as a failure."""
 
 
-def schedule_and_run(*, batch_size: int = 5, fake=None):
+def schedule_and_run(*, batch_size: int = 5, fake=None, hooks: BackfillHooks = NO_HOOKS):
     fake = fake or clock()
     job = backfill_schedule(run_at=None, requested_by="alice", clock=fake)
-    return backfill_run(job.pk, batch_size=batch_size, clock=fake)
+    return backfill_run(job.pk, batch_size=batch_size, clock=fake, hooks=hooks)
 
 
 def test_inserts_every_missing_row_and_writes_the_watermark():
@@ -80,7 +82,7 @@ def test_a_row_differing_only_in_updated_at_is_not_stale():
     assert index_snapshot() == before
 
 
-def test_deletes_rows_of_purged_workflows_anywhere_in_the_keyspace():
+def test_deletes_rows_of_deleted_workflows_anywhere_in_the_keyspace():
     import_workflows(["b-1", "d-1", "d-2", "f-1", "h-1"])
     # Orphans before the first key, between batches, inside a batch, and past the last key.
     for orphan in ("a-0", "c-0", "d-15", "g-0", "z-9"):
@@ -144,7 +146,7 @@ def test_idempotent_a_second_run_changes_nothing():
     assert VisibilityWatermark.objects.get().version == 2
 
 
-def test_resumes_from_its_cursor_after_a_crash(batch_hooks):
+def test_resumes_from_its_cursor_after_a_crash():
     import_workflows(workflow_ids(23))
     fake = clock()
     job = backfill_schedule(run_at=None, requested_by="alice", clock=fake)
@@ -155,9 +157,13 @@ def test_resumes_from_its_cursor_after_a_crash(batch_hooks):
         if n == 3:
             raise SimulatedCrash
 
-    batch_hooks.before_commit(crash_in_third_batch)
     with pytest.raises(SimulatedCrash):
-        backfill_run(job.pk, batch_size=5, clock=fake)
+        backfill_run(
+            job.pk,
+            batch_size=5,
+            clock=fake,
+            hooks=BackfillHooks(before_commit=crash_in_third_batch),
+        )
 
     job.refresh_from_db()
     # Two batches committed with their cursor and counters; the third rolled back whole.
@@ -165,8 +171,8 @@ def test_resumes_from_its_cursor_after_a_crash(batch_hooks):
     assert WorkflowVisibility.objects.count() == 10
     assert not VisibilityWatermark.objects.exists()
 
-    batch_hooks.before_commit(lambda job, n: batches.append((n, job.cursor)))
-    job = backfill_run(job.pk, batch_size=5, clock=fake)
+    record = BackfillHooks(before_commit=lambda job, n: batches.append((n, job.cursor)))
+    job = backfill_run(job.pk, batch_size=5, clock=fake, hooks=record)
 
     assert (job.status, job.processed, job.inserted, job.fixed, job.conflicts) == (
         "succeeded",
@@ -188,15 +194,14 @@ def test_resumes_from_its_cursor_after_a_crash(batch_hooks):
     ]
 
 
-def test_an_error_fails_the_job_with_its_message_and_no_watermark(batch_hooks):
+def test_an_error_fails_the_job_with_its_message_and_no_watermark():
     import_workflows(workflow_ids(12))
 
     def fail_in_second_batch(job, n):
         if n == 2:
             raise RuntimeError("disk full\nsecond line with details")
 
-    batch_hooks.before_commit(fail_in_second_batch)
-    job = schedule_and_run(batch_size=5)
+    job = schedule_and_run(batch_size=5, hooks=BackfillHooks(before_commit=fail_in_second_batch))
 
     assert job.status == "failed"
     assert job.error == "RuntimeError: disk full"
@@ -204,11 +209,10 @@ def test_an_error_fails_the_job_with_its_message_and_no_watermark(batch_hooks):
     assert job.finished_at is not None
     assert not VisibilityWatermark.objects.exists()
     # A failed job is over: running it again does nothing (schedule a new one).
-    batch_hooks.before_commit(lambda job, n: None)
     assert backfill_run(job.pk, batch_size=5, clock=clock()).processed == 5
 
 
-def test_conflicts_fail_the_job_without_a_watermark_and_a_rerun_is_clean(batch_hooks):
+def test_conflicts_fail_the_job_without_a_watermark_and_a_rerun_is_clean():
     import_workflows(workflow_ids(8), indexed=True)
     WorkflowVisibility.objects.filter(workflow_id="wf-00001").update(status="running")
     WorkflowVisibility.objects.filter(workflow_id="wf-00005").delete()
@@ -226,8 +230,7 @@ def test_conflicts_fail_the_job_without_a_watermark_and_a_rerun_is_clean(batch_h
             workflow_id="wf-00005", status="completed", workflow_type="refund", updated_at_ms=1
         )
 
-    batch_hooks.after_read(concurrent_writes)
-    job = schedule_and_run(batch_size=10)
+    job = schedule_and_run(batch_size=10, hooks=BackfillHooks(after_read=concurrent_writes))
 
     assert (job.status, job.processed, job.inserted, job.fixed, job.conflicts) == (
         "failed",
@@ -243,22 +246,22 @@ def test_conflicts_fail_the_job_without_a_watermark_and_a_rerun_is_clean(batch_h
     assert WorkflowVisibility.objects.get(workflow_id="wf-00005").updated_at_ms == 1
     assert VisibilityWatermark.objects.get().version == 4
 
-    batch_hooks.after_read(lambda job, n, rows: None)
     rerun = schedule_and_run(batch_size=10)
     assert (rerun.status, rerun.fixed, rerun.conflicts) == ("succeeded", 1, 0)
     assert VisibilityWatermark.objects.get().version == 5
     assert WorkflowVisibility.objects.get(workflow_id="wf-00001").status == "completed"
 
 
-def test_a_cancel_stops_the_run_before_its_next_batch(batch_hooks):
+def test_a_cancel_stops_the_run_before_its_next_batch():
     import_workflows(workflow_ids(20))
 
     def cancel_during_second_batch(job, n):
         if n == 2:
             backfill_cancel(job_id=job.pk, actor="bob")
 
-    batch_hooks.before_commit(cancel_during_second_batch)
-    job = schedule_and_run(batch_size=5)
+    job = schedule_and_run(
+        batch_size=5, hooks=BackfillHooks(before_commit=cancel_during_second_batch)
+    )
 
     assert job.status == "cancelled"
     assert job.error == "cancelled by bob"

@@ -12,14 +12,13 @@ from claims.backfill import (
     BackfillInThePastError,
     BackfillNotActiveError,
     BackfillReadOnlyError,
-    backfill_cancel,
     backfill_progress,
     backfill_run,
-    backfill_schedule,
 )
 from claims.backfill.jobs import ms_to_datetime
 from claims.models import BackfillJob
 from claims.protocol.errors import ClaimConfigError, ClaimError
+from claims.services.backfills import backfill_cancel, backfill_schedule
 
 from ._data import START_AT, START_MS, clock, import_workflows, running_job, workflow_ids
 

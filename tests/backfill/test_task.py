@@ -8,14 +8,16 @@ from typing import Any, cast
 import pytest
 
 from claims import tasks
-from claims.backfill import backfill_schedule, jobs
+from claims.backfill.jobs import ms_to_datetime
 from claims.models import VisibilityWatermark, WorkflowVisibility
+from claims.services import backfills
+from claims.services.backfills import backfill_schedule
 from weftboard.celery import schedule_passes
 
 from ._data import import_workflows, workflow_ids
 
 # Taken before the autouse fixture replaces it for every test.
-REAL_ENQUEUE = jobs._enqueue
+REAL_ENQUEUE = backfills._enqueue
 
 
 def test_the_tasks_are_registered_under_their_names():
@@ -63,5 +65,5 @@ def test_enqueue_sends_the_run_task(monkeypatch):
         tasks.backfill_run, "apply_async", lambda args, **options: sent.append((args, options))
     )
     REAL_ENQUEUE(5, None)
-    REAL_ENQUEUE(6, jobs.ms_to_datetime(0))
-    assert sent == [((5,), {}), ((6,), {"eta": jobs.ms_to_datetime(0)})]
+    REAL_ENQUEUE(6, ms_to_datetime(0))
+    assert sent == [((5,), {}), ((6,), {"eta": ms_to_datetime(0)})]

@@ -16,7 +16,7 @@ import pytest
 from kombu.exceptions import ChannelError
 
 from weftboard.broker import guard, register_transports
-from weftboard.settings import broker_config
+from weftboard.env_settings import broker_config
 
 
 @pytest.fixture

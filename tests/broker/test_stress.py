@@ -8,10 +8,12 @@ corrupted message, or a consumer that died.
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from benchmarks.broker_stress import Transport, run_stress
-from weftboard.settings import broker_config
+from weftboard.env_settings import broker_config
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 
@@ -22,16 +24,20 @@ def embedded_transport(folder) -> Transport:
     return Transport("spool://", {**options, "spool_folder": str(folder)})
 
 
-def test_four_publishers_and_three_consumers_pass_20000_messages_exactly_once(tmp_path):
-    result = run_stress(
+def stress_four_by_three(tmp_path, **load: Any) -> Any:
+    """Four publisher and three consumer processes on the embedded broker, two minutes at most."""
+    return run_stress(
         embedded_transport(tmp_path / "spool"),
         workdir=tmp_path,
         publishers=4,
         consumers=3,
-        messages=20_000,
-        queues=5,
         timeout_s=120,
+        **load,
     )
+
+
+def test_four_publishers_and_three_consumers_pass_20000_messages_exactly_once(tmp_path):
+    result = stress_four_by_three(tmp_path, messages=20_000, queues=5)
 
     assert result.publisher_exits == [0, 0, 0, 0], result.describe()
     assert result.consumer_exits == [0, 0, 0], result.describe()
@@ -40,16 +46,7 @@ def test_four_publishers_and_three_consumers_pass_20000_messages_exactly_once(tm
 
 
 def test_large_messages_are_never_read_half_written(tmp_path):
-    result = run_stress(
-        embedded_transport(tmp_path / "spool"),
-        workdir=tmp_path,
-        publishers=4,
-        consumers=3,
-        messages=1_000,
-        queues=3,
-        max_pad=4 << 20,
-        timeout_s=120,
-    )
+    result = stress_four_by_three(tmp_path, messages=1_000, queues=3, max_pad=4 << 20)
 
     assert result.ok, result.describe()
     assert (result.unique, result.duplicates) == (1_000, 0), result.describe()

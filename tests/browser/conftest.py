@@ -14,9 +14,9 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 from django.conf import settings as django_settings
-from django.contrib.auth.models import Permission
 from django.test import Client
 
+from tests import factories
 from tests.conftest import require_service
 
 from . import scene
@@ -32,7 +32,13 @@ SCREENSHOTS = ROOT / "docs" / "screenshots"
 VIEWPORT: ViewportSize = {"width": 1280, "height": 900}
 TIMEOUT_MS = 10_000
 
-OPERATOR_PERMISSIONS = ("force_claim", "cancel_workflow", "schedule_backfill", "view_backfilljob")
+OPERATOR_PERMISSIONS = (
+    "force_claim",
+    "cancel_workflow",
+    "suspend_workflow",
+    "schedule_backfill",
+    "view_backfilljob",
+)
 
 
 @pytest.fixture(scope="package")
@@ -97,7 +103,7 @@ def sent_messages(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, Any]]:
         lambda *args, **kwargs: sent.append(("adopt", (args, kwargs))),
     )
     monkeypatch.setattr(
-        "claims.backfill.jobs._enqueue",
+        "claims.services.backfills._enqueue",
         lambda job_id, eta: sent.append(("backfill_run", (job_id, eta))),
     )
     return sent
@@ -105,11 +111,7 @@ def sent_messages(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, Any]]:
 
 def _user(django_user_model: Any, name: str, codenames: tuple[str, ...]) -> Any:
     # Staff: the login page is the admin's, which only admits staff accounts.
-    user = django_user_model.objects.create_user(name, password=f"{name}-pw", is_staff=True)
-    user.user_permissions.set(
-        Permission.objects.filter(content_type__app_label="claims", codename__in=codenames)
-    )
-    return user
+    return factories.make_user(name, codenames, password=f"{name}-pw", is_staff=True)
 
 
 @pytest.fixture

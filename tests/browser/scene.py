@@ -12,10 +12,8 @@ from typing import Any
 
 from django.db.models import F
 
-from claims import fleet
-from claims.clock import fleet_clock
-from claims.demo import DEMO_ENGINES, demo_fleet_seed
-from claims.engine.histogram import BUCKETS_S
+from claims.demo_seed import DEMO_ENGINES, demo_fleet_seed
+from claims.fleet_clock import fleet_clock
 from claims.models import (
     BackfillJob,
     BackfillStatus,
@@ -29,7 +27,9 @@ from claims.models import (
     WorkflowClaim,
     WorkflowStatus,
 )
+from claims.protocol.pass_histogram import BUCKETS_S
 from claims.protocol.reclaim import CURSOR_NAME
+from claims.services import engines
 from tests import factories
 
 TTL_MS = 30_000
@@ -81,14 +81,13 @@ def make_workflow(
     state: dict[str, Any] | None = None,
     age_ms: int = 600_000,
 ) -> Workflow:
-    now = now_ms()
-    return Workflow.objects.create(
-        workflow_id=workflow_id,
-        workflow_type=workflow_type,
+    return factories.make_workflow(
+        workflow_id,
         status=status,
+        workflow_type=workflow_type,
         state=state if state is not None else {"input": {"items": 2}, "steps": {}},
-        created_at_ms=now - age_ms,
-        updated_at_ms=now - 5_000,
+        created_ago_ms=age_ms,
+        updated_ago_ms=5_000,
     )
 
 
@@ -266,7 +265,7 @@ def busy_fleet() -> SmallFleet:
         Engine.objects.filter(engine_id=engine_id).update(
             held_count=held, pass_summary=pass_summary(n, reclaimed=4 + n, stale=5 + n)
         )
-        fleet.counters_record(
+        engines.counters_record(
             engine_id=engine_id,
             totals={
                 "acquired": 120 + 31 * n,

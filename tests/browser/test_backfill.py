@@ -12,6 +12,7 @@ from django.db import connections
 from playwright.sync_api import expect
 
 from claims.backfill import backfill_run
+from claims.backfill.runner import BackfillHooks
 from claims.models import BackfillJob, VisibilityWatermark, Workflow, WorkflowVisibility
 
 from . import scene
@@ -38,7 +39,9 @@ class Runner:
 
     def _run(self, job_id: int) -> None:
         try:
-            self.results.append(backfill_run(job_id, batch_size=BATCH))
+            # The pause the runner takes between batches becomes the test's gate.
+            hooks = BackfillHooks(between_batches=self.between_batches)
+            self.results.append(backfill_run(job_id, batch_size=BATCH, hooks=hooks))
         finally:
             connections.close_all()
 
@@ -58,9 +61,7 @@ class Runner:
 @pytest.fixture
 def runner(monkeypatch: pytest.MonkeyPatch) -> Iterator[Runner]:
     runner = Runner()
-    monkeypatch.setattr("claims.backfill.jobs._enqueue", runner.enqueue)
-    # The pause the runner takes between batches becomes the test's gate.
-    monkeypatch.setattr("claims.backfill.runner._yield_to_other_writers", runner.between_batches)
+    monkeypatch.setattr("claims.services.backfills._enqueue", runner.enqueue)
     try:
         yield runner
     finally:

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from claims.models import WorkflowClaim
 from claims.protocol import ClaimTiming
+from tests.factories import CLAIM_COLUMNS
 
 NOW = 10_000_000
 TIMING = ClaimTiming(ttl_ms=30_000, renew_interval_ms=5_000)  # grace 10 s
 
 ROWS = {
-    # workflow id: (epoch, engine, holder epoch, expires, claimed)
+    # workflow id: the other CLAIM_COLUMNS (epoch, engine, holder epoch, expires, claimed)
     "a-live": (3, "e1", 3, NOW + 5_000, NOW - 25_000),
     "b-live-edge": (1, "e1", 1, NOW, NOW - 30_000),
     "c-grace": (2, "e2", 2, NOW - 1, NOW - 30_001),
@@ -24,13 +25,6 @@ ROWS = {
 
 def create_state_rows() -> None:
     WorkflowClaim.objects.bulk_create(
-        WorkflowClaim(
-            workflow_id=wf,
-            epoch=epoch,
-            holder_engine_id=engine,
-            holder_epoch=holder_epoch,
-            holder_expires_at_ms=expires,
-            holder_claimed_at_ms=claimed,
-        )
-        for wf, (epoch, engine, holder_epoch, expires, claimed) in ROWS.items()
+        WorkflowClaim(**dict(zip(CLAIM_COLUMNS, (workflow_id, *row), strict=True)))
+        for workflow_id, row in ROWS.items()
     )

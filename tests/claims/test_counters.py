@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from django.db import OperationalError, connection
 
-from claims.fleet import counters_record
 from claims.models import ClaimCounter
+from claims.services.engines import counters_record
 
 pytestmark = pytest.mark.django_db
 

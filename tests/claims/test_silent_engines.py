@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from claims.fleet import DEAD_AFTER_TTLS, engines_mark_silent_dead
 from claims.models import Engine, EngineStatus, PendingRedrive
+from claims.services.engines import DEAD_AFTER_TTLS, engines_mark_silent_dead
 
 pytestmark = pytest.mark.django_db
 

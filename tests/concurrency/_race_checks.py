@@ -11,8 +11,9 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
-from claims.models import ClaimEvent, WorkflowClaim
+from claims.models import ClaimEvent
 from claims.protocol import ClaimTiming, is_claim_expired
+from tests.factories import claim_values
 
 from ._race_engine import RENEW_INTERVAL_MS, TTL_MS
 
@@ -100,17 +101,7 @@ def replay_events(workflow_ids: list[str]) -> Replay:
         replay.epoch[workflow_id] = epoch
         replay.holder[workflow_id] = holder
 
-    rows = {
-        row[0]: row[1:]
-        for row in WorkflowClaim.objects.values_list(
-            "workflow_id",
-            "epoch",
-            "holder_engine_id",
-            "holder_epoch",
-            "holder_expires_at_ms",
-            "holder_claimed_at_ms",
-        )
-    }
+    rows = {row[0]: row[1:] for row in claim_values()}
     for workflow_id in workflow_ids:
         row = rows.get(workflow_id)
         epoch = replay.epoch[workflow_id]

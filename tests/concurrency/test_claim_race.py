@@ -15,12 +15,12 @@ import time
 import traceback
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote
 
 import pytest
 from django.db import connection
 
 from claims.protocol.testing import FakeClock
+from tests.integration._fleet import database_url
 
 from ._race_checks import assert_race_had_teeth, check_race
 from ._race_engine import (
@@ -36,16 +36,6 @@ from ._race_engine import (
 SEED = 20_240_917
 STARTUP_TIMEOUT_S = 60
 RUN_TIMEOUT_S = DURATION_S + 45
-
-
-def database_url(settings_dict: dict[str, Any]) -> str:
-    """The URL of the database this test runs on (the test database, not the configured one)."""
-    user = quote(settings_dict.get("USER") or "", safe="")
-    password = quote(settings_dict.get("PASSWORD") or "", safe="")
-    credentials = f"{user}:{password}@" if password else (f"{user}@" if user else "")
-    host = settings_dict.get("HOST") or "localhost"
-    port = f":{settings_dict['PORT']}" if settings_dict.get("PORT") else ""
-    return f"postgres://{credentials}{host}{port}/{quote(settings_dict['NAME'], safe='')}"
 
 
 def print_summary(title: str, summary: dict[str, Any], wall_s: float) -> None:

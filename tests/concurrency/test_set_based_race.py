@@ -11,6 +11,7 @@ from claims.models import ClaimEvent, WorkflowClaim
 from claims.protocol import ClaimRegistry, ClaimTiming
 from claims.protocol.testing import FakeClock
 from claims.store import OrmClaimStore
+from tests.factories import bulk_held_claims
 
 START_MS = 1_700_000_000_000
 ENGINES = 4
@@ -23,17 +24,7 @@ CLAIMS = 400
 def test_concurrent_batch_takeovers_grant_each_claim_exactly_once():
     """Four engines batch-take-over 400 dead claims at once: one winner per claim, no deadlock."""
     ids = [f"stale-{n:04d}" for n in range(CLAIMS)]
-    WorkflowClaim.objects.bulk_create(
-        WorkflowClaim(
-            workflow_id=wf,
-            epoch=1,
-            holder_engine_id="dead",
-            holder_epoch=1,
-            holder_expires_at_ms=1,
-            holder_claimed_at_ms=0,
-        )
-        for wf in ids
-    )
+    bulk_held_claims(ids, engine="dead", expires_at_ms=1, claimed_at_ms=0)
     clock = FakeClock(START_MS)
     timing = ClaimTiming(ttl_ms=3_000, renew_interval_ms=1_000)
     barrier = threading.Barrier(ENGINES)

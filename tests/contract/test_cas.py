@@ -43,24 +43,18 @@ def _event(kind: str, before: int, after: int | None) -> ClaimEventRecord:
 def test_grant_applies_only_when_every_holder_column_is_as_observed(store, arrange, expected):
     """A grant conditioned on a holder that differs in any one column changes nothing."""
     arrange.put_row("wf", epoch=3, holder=OBSERVED)
+    event = _event("takeover", 3, 4)
 
-    assert not store.cas_grant(
-        "wf",
-        expected_epoch=3,
-        expected_holder=expected,
-        holder=MINE,
-        event=_event("takeover", 3, 4),
-    )
+    def takeover_expecting(holder: Holder) -> bool:
+        return store.cas_grant(
+            "wf", expected_epoch=3, expected_holder=holder, holder=MINE, event=event
+        )
+
+    assert not takeover_expecting(expected)
     assert arrange.read("wf") == ClaimRow("wf", 3, OBSERVED)
     assert arrange.events("wf") == []
 
-    assert store.cas_grant(
-        "wf",
-        expected_epoch=3,
-        expected_holder=OBSERVED,
-        holder=MINE,
-        event=_event("takeover", 3, 4),
-    )
+    assert takeover_expecting(OBSERVED)
     assert arrange.read("wf") == ClaimRow("wf", 4, MINE)
     assert arrange.events("wf") == [("takeover", 3, 4, "a")]
 

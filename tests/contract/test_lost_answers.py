@@ -8,7 +8,8 @@ they reach the store. Both stand in front of either store.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import contextlib
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -271,30 +272,47 @@ def test_the_reclaim_pass_drives_a_workflow_whose_grant_answer_was_lost_within_o
 # -- 4. a failure between a grant and its drive ---------------------------------------------
 
 
-def test_a_failed_confirm_read_after_a_grant_leaves_a_redrive_driven_next_pass(
-    registry, broken, arrange, workflows, reclaim_target, clock
-):
-    workflows.put("wf")
-    arrange.put_row("wf", epoch=2, holder=Holder("b", 2, EXPIRY, T0))
+def reclaiming_expired_rows_of_b(ids, registry, broken, arrange, workflows, reclaim_target, clock):
+    """Engine a's reclaim target over workflows whose claims b held and let expire past
+    grace; returns the target and the list of workflows it drives."""
+    for workflow_id in ids:
+        workflows.put(workflow_id)
+        arrange.put_row(workflow_id, epoch=2, holder=Holder("b", 2, EXPIRY, T0))
     clock.set(EXPIRY + GRACE_MS + 1)
     a, _, _ = engine(registry, broken)
     driven: list[str] = []
-    target = reclaim_target(a, on=broken, on_reclaimed=driven.append)
-    real_read = broken.inner.read_workflow
-    reads = {"n": 0}
+    return a, reclaim_target(a, on=broken, on_reclaimed=driven.append), driven
 
-    def read_workflow_failing_after_grant(workflow_id: str) -> Any:
-        reads["n"] += 1
-        if reads["n"] == 1:  # the confirmation that it still runs, after the grant
-            raise AnswerLost("read_workflow: the connection broke")
-        return real_read(workflow_id)
 
-    broken.inner.read_workflow = read_workflow_failing_after_grant
+@contextlib.contextmanager
+def first_call_breaks(broken: LostAnswers, method: str) -> Iterator[None]:
+    """The store's ``method`` loses its connection on its next call only: the read that
+    confirms a workflow still runs, made after its grant."""
+    real = getattr(broken.inner, method)
+    calls = 0
+
+    def failing_once(*args: Any, **kwargs: Any) -> Any:
+        nonlocal calls
+        calls += 1
+        if calls == 1:
+            raise AnswerLost(f"{method}: the connection broke")
+        return real(*args, **kwargs)
+
+    setattr(broken.inner, method, failing_once)
     try:
-        with pytest.raises(AnswerLost):
-            target.attempt("wf")
+        yield
     finally:
-        del broken.inner.read_workflow
+        delattr(broken.inner, method)
+
+
+def test_a_failed_confirm_read_after_a_grant_leaves_a_redrive_driven_next_pass(
+    registry, broken, arrange, workflows, reclaim_target, clock
+):
+    a, target, driven = reclaiming_expired_rows_of_b(
+        ["wf"], registry, broken, arrange, workflows, reclaim_target, clock
+    )
+    with first_call_breaks(broken, "read_workflow"), pytest.raises(AnswerLost):
+        target.attempt("wf")
     assert a.current_epoch("wf") == 3
     assert target.pending_redrives == {"wf": 3}
     clock.advance(RENEW_INTERVAL_MS)
@@ -309,27 +327,11 @@ def test_a_failed_confirm_read_in_the_set_based_path_leaves_redrives(
     registry, broken, arrange, workflows, reclaim_target, clock
 ):
     ids = ["wf-1", "wf-2"]
-    for workflow_id in ids:
-        workflows.put(workflow_id)
-        arrange.put_row(workflow_id, epoch=2, holder=Holder("b", 2, EXPIRY, T0))
-    clock.set(EXPIRY + GRACE_MS + 1)
-    a, _, _ = engine(registry, broken)
-    driven: list[str] = []
-    target = reclaim_target(a, on=broken, on_reclaimed=driven.append)
-    real_reads = broken.inner.read_workflows
-    calls = {"n": 0}
-
-    def read_workflows_failing_on_confirm(workflow_ids: Any) -> Any:
-        calls["n"] += 1
-        if calls["n"] == 1:  # the confirmation that they still run, after the grants
-            raise AnswerLost("read_workflows: the connection broke")
-        return real_reads(workflow_ids)
-
-    broken.inner.read_workflows = read_workflows_failing_on_confirm
-    try:
+    _, target, driven = reclaiming_expired_rows_of_b(
+        ids, registry, broken, arrange, workflows, reclaim_target, clock
+    )
+    with first_call_breaks(broken, "read_workflows"):
         settled = target.attempt_batch(ids)
-    finally:
-        del broken.inner.read_workflows
     assert all(isinstance(outcome, AnswerLost) for outcome in settled.values())
     assert target.pending_redrives == {"wf-1": 3, "wf-2": 3}
 

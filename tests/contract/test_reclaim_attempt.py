@@ -76,6 +76,16 @@ def stall_and_lapse(registry, clock, workflow_id: str = "wf"):
     return b
 
 
+def reclaimable_by(path: str, registry, workflows, clock) -> int:
+    """A running "wf" that a's grant will reach by ``path``: a takeover from b, stalled past
+    the grace, or a first acquire; returns the epoch the grant gives it."""
+    workflows.put("wf")
+    if path == "takeover":
+        stall_and_lapse(registry, clock)
+        return 2
+    return 1
+
+
 # -- no I/O, no CAS -------------------------------------------------------------------------
 
 
@@ -318,10 +328,7 @@ def test_grant_of_a_workflow_that_stopped_running_is_released_and_not_driven(
     registry, store, arrange, workflows, reclaim_target, clock, path
 ):
     """If the workflow stops running between the grant and the confirming read, it is released."""
-    workflows.put("wf")
-    if path == "takeover":
-        stall_and_lapse(registry, clock)
-    epoch = 2 if path == "takeover" else 1
+    epoch = reclaimable_by(path, registry, workflows, clock)
     driven: list[str] = []
     grant_store = AfterGrantStore(store, lambda: workflows.set_status("wf", "completed"))
     a = registry("a", on=grant_store)
@@ -342,10 +349,7 @@ def test_grant_landing_after_disposal_began_is_released_at_once_and_never_driven
     registry, store, arrange, workflows, reclaim_target, clock, path
 ):
     """A CAS that lands after mark_disposing() is released at once and never driven."""
-    workflows.put("wf")
-    if path == "takeover":
-        stall_and_lapse(registry, clock)
-    epoch = 2 if path == "takeover" else 1
+    epoch = reclaimable_by(path, registry, workflows, clock)
     driven: list[str] = []
     holder: dict[str, Any] = {}
     counting = CountingStore(AfterGrantStore(store, lambda: holder["target"].mark_disposing()))

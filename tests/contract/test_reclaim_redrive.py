@@ -47,6 +47,26 @@ def failed_takeover(registry, arrange, workflows, reclaim_target, clock, *, on=N
     return a, target, runtime
 
 
+def assert_no_redrive_pending(target, workflows) -> None:
+    """No re-drive is left, neither in the target's memory nor in the store."""
+    assert target.pending_redrives == {}
+    assert workflows.pending_redrives() == {}
+
+
+def lose_to_b(registry, a, clock) -> None:
+    """a stalls past the grace: b takes the claim over (epoch 4), and a's renewal is lost."""
+    clock.advance(TTL_MS + GRACE_MS + 1)
+    assert registry("b").takeover("wf").status == "acquired"
+    assert a.renew("wf").status == "lost"
+
+
+def lose_to_b_and_take_back(registry, a, clock) -> None:
+    """As ``lose_to_b``; then b stalls in turn, and a takes the claim back directly (epoch 5)."""
+    lose_to_b(registry, a, clock)
+    clock.advance(TTL_MS + GRACE_MS + 1)
+    assert a.takeover("wf").epoch == 5
+
+
 def test_drive_that_raises_keeps_the_claim_records_the_redrive_and_propagates(
     registry, arrange, workflows, reclaim_target, clock
 ):
@@ -94,8 +114,7 @@ def test_next_attempt_redrives_in_place_without_a_cas_and_clears_the_record(
     assert "read_claim" not in counting.calls
     assert arrange.read("wf") == before
     assert a.current_epoch("wf") == 3
-    assert target.pending_redrives == {}
-    assert workflows.pending_redrives() == {}
+    assert_no_redrive_pending(target, workflows)
 
 
 def test_redrive_on_the_same_target_follows_a_failed_one_and_counts_attempts(
@@ -116,8 +135,7 @@ def test_redrive_on_the_same_target_follows_a_failed_one_and_counts_attempts(
     assert runtime.driven == ["wf", "wf", "wf"]
     assert arrange.read("wf").epoch == 3
     assert a.metrics.snapshot() == metrics_before
-    assert target.pending_redrives == {}
-    assert workflows.pending_redrives() == {}
+    assert_no_redrive_pending(target, workflows)
     assert target.list_candidates() == []
 
 
@@ -152,8 +170,7 @@ def test_held_redrive_of_a_workflow_no_longer_running_releases_it(
     assert arrange.read("wf") == ClaimRow("wf", 3, None)
     assert a.held_workflow_ids() == []
     assert arrange.events("wf")[-1] == ("released", 3, 3, "a")
-    assert target.pending_redrives == {}
-    assert workflows.pending_redrives() == {}
+    assert_no_redrive_pending(target, workflows)
 
 
 def test_stale_redrive_after_losing_and_retaking_the_claim_is_dropped_and_taken_over(
@@ -161,13 +178,7 @@ def test_stale_redrive_after_losing_and_retaking_the_claim_is_dropped_and_taken_
 ):
     """A re-drive recorded at an epoch this engine no longer holds is dropped; takeover decides."""
     a, target, runtime = failed_takeover(registry, arrange, workflows, reclaim_target, clock)
-    # a stalls: b takes the claim over (epoch 4), a's renewal is lost ...
-    clock.advance(TTL_MS + GRACE_MS + 1)
-    assert registry("b").takeover("wf").status == "acquired"
-    assert a.renew("wf").status == "lost"
-    # ... b stalls in turn, and a takes the claim back directly (epoch 5) ...
-    clock.advance(TTL_MS + GRACE_MS + 1)
-    assert a.takeover("wf").epoch == 5
+    lose_to_b_and_take_back(registry, a, clock)
     assert target.pending_redrives == {"wf": 3}
     # ... then a stalls once more, so a takeover of its own lapsed claim is possible.
     clock.advance(TTL_MS + GRACE_MS + 1)
@@ -181,8 +192,7 @@ def test_stale_redrive_after_losing_and_retaking_the_claim_is_dropped_and_taken_
     assert arrange.read("wf") == ClaimRow("wf", 6, Holder("a", 6, now + TTL_MS, now))
     assert arrange.events("wf")[-1] == ("takeover", 5, 6, "a")
     assert runtime.driven == ["wf", "wf"]
-    assert target.pending_redrives == {}
-    assert workflows.pending_redrives() == {}
+    assert_no_redrive_pending(target, workflows)
 
 
 def test_stale_redrive_of_a_live_retaken_claim_goes_through_takeover_not_a_redrive(
@@ -193,11 +203,7 @@ def test_stale_redrive_of_a_live_retaken_claim_goes_through_takeover_not_a_redri
     a, target, runtime = failed_takeover(
         registry, arrange, workflows, reclaim_target, clock, on=counting
     )
-    clock.advance(TTL_MS + GRACE_MS + 1)
-    assert registry("b").takeover("wf").status == "acquired"
-    assert a.renew("wf").status == "lost"
-    clock.advance(TTL_MS + GRACE_MS + 1)
-    assert a.takeover("wf").epoch == 5
+    lose_to_b_and_take_back(registry, a, clock)
     before = arrange.read("wf")
     counting.calls.clear()
     runtime.failing = False
@@ -208,8 +214,7 @@ def test_stale_redrive_of_a_live_retaken_claim_goes_through_takeover_not_a_redri
     assert cas_calls(counting) == []
     assert runtime.driven == ["wf"]
     assert arrange.read("wf") == before
-    assert target.pending_redrives == {}
-    assert workflows.pending_redrives() == {}
+    assert_no_redrive_pending(target, workflows)
 
 
 def test_redrive_of_a_claim_lost_to_another_engine_is_dropped(
@@ -217,9 +222,7 @@ def test_redrive_of_a_claim_lost_to_another_engine_is_dropped(
 ):
     """After losing the claim, the pending re-drive is dropped and the live new holder wins."""
     a, target, runtime = failed_takeover(registry, arrange, workflows, reclaim_target, clock)
-    clock.advance(TTL_MS + GRACE_MS + 1)
-    assert registry("b").takeover("wf").status == "acquired"
-    assert a.renew("wf").status == "lost"
+    lose_to_b(registry, a, clock)
     clock.advance(RENEW_INTERVAL_MS)  # past the cooldown
     runtime.failing = False
 
@@ -227,5 +230,4 @@ def test_redrive_of_a_claim_lost_to_another_engine_is_dropped(
 
     assert runtime.driven == ["wf"]
     assert arrange.read("wf").holder.engine_id == "b"
-    assert target.pending_redrives == {}
-    assert workflows.pending_redrives() == {}
+    assert_no_redrive_pending(target, workflows)

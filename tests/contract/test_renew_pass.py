@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import threading
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -212,31 +213,12 @@ def test_renew_pass_issues_one_statement_per_chunk(
     """Renewing N held claims takes at most ceil(N / chunk) + 1 statements, and renews all N."""
     from claims.models import WorkflowClaim
     from claims.store import claim_row_from_values
+    from tests.factories import bulk_held_claims, claim_values
 
     store = orm_store_class(request)()
     ids = [f"wf-{i:05d}" for i in range(held)]
-    WorkflowClaim.objects.bulk_create(
-        WorkflowClaim(
-            workflow_id=workflow_id,
-            epoch=1,
-            holder_engine_id="a",
-            holder_epoch=1,
-            holder_expires_at_ms=EXPIRY,
-            holder_claimed_at_ms=T0,
-        )
-        for workflow_id in ids
-    )
-    rows = {
-        values[0]: claim_row_from_values(*values)
-        for values in WorkflowClaim.objects.values_list(
-            "workflow_id",
-            "epoch",
-            "holder_engine_id",
-            "holder_epoch",
-            "holder_expires_at_ms",
-            "holder_claimed_at_ms",
-        )
-    }
+    bulk_held_claims(ids, engine="a", expires_at_ms=EXPIRY, claimed_at_ms=T0)
+    rows = {values[0]: claim_row_from_values(*values) for values in claim_values()}
     a = ClaimRegistry(
         PrefetchedReads(store, rows),
         engine_id="a",
@@ -295,6 +277,21 @@ class GatedRenewStore:
     def __getattr__(self, name: str) -> Any:
         return getattr(self.inner, name)
 
+    def overlap(self, first: Callable[[], Any], second: Callable[[], Any]) -> bool:
+        """Run ``first`` in a thread until it waits at the gate, then ``second`` beside it;
+        open the gate and let both finish. True if ``second`` was still waiting then."""
+        first_thread = threading.Thread(target=first)
+        first_thread.start()
+        assert self.entered.wait(10)
+        second_thread = threading.Thread(target=second)
+        second_thread.start()
+        second_thread.join(0.2)
+        still_waiting = second_thread.is_alive()
+        self.gate.set()
+        first_thread.join(10)
+        second_thread.join(10)
+        return still_waiting
+
 
 def test_renew_all_shares_a_single_renewal_already_in_flight(clock, timing):
     """renew_all waits for an in-flight renew of the same id and returns that very result."""
@@ -305,17 +302,10 @@ def test_renew_all_shares_a_single_renewal_already_in_flight(clock, timing):
     clock.advance(RENEW_INTERVAL_MS)
     single: dict[str, Any] = {}
     everything: dict[str, Any] = {}
-    renewing = threading.Thread(target=lambda: single.update(result=a.renew("wf-2")))
-    renewing.start()
-    assert store.entered.wait(10)
-
-    sweeping = threading.Thread(target=lambda: everything.update(results=a.renew_all()))
-    sweeping.start()
-    sweeping.join(0.2)
-    still_waiting = sweeping.is_alive()
-    store.gate.set()
-    renewing.join(10)
-    sweeping.join(10)
+    still_waiting = store.overlap(
+        lambda: single.update(result=a.renew("wf-2")),
+        lambda: everything.update(results=a.renew_all()),
+    )
 
     assert still_waiting, "renew_all must wait for the renewal in flight"
     assert store.cas_renew_calls == 1
@@ -334,16 +324,8 @@ def test_renew_pass_reports_a_shared_renewal_like_its_own(clock, timing):
     a = ClaimRegistry(store, engine_id="a", clock=clock, timing=timing, metrics=metrics)
     for workflow_id in ("wf-1", "wf-2"):
         a.acquire(workflow_id)
-    renewing = threading.Thread(target=lambda: a.renew("wf-1"))
-    renewing.start()
-    assert store.entered.wait(10)
     passed: dict[str, RenewPassResult] = {}
-    sweeping = threading.Thread(target=lambda: passed.update(result=run_renew_pass(a, metrics)))
-    sweeping.start()
-    sweeping.join(0.2)
-    store.gate.set()
-    renewing.join(10)
-    sweeping.join(10)
+    store.overlap(lambda: a.renew("wf-1"), lambda: passed.update(result=run_renew_pass(a, metrics)))
 
     assert passed["result"] == RenewPassResult([("wf-1", "renewed"), ("wf-2", "renewed")], 2, 0)
     assert store.cas_renew_calls == 1
@@ -358,17 +340,10 @@ def test_single_renew_shares_the_renew_all_already_in_flight(clock, timing):
         a.acquire(workflow_id)
     everything: dict[str, Any] = {}
     single: dict[str, Any] = {}
-    sweeping = threading.Thread(target=lambda: everything.update(results=a.renew_all()))
-    sweeping.start()
-    assert store.entered.wait(10)
-
-    renewing = threading.Thread(target=lambda: single.update(result=a.renew("wf-2")))
-    renewing.start()
-    renewing.join(0.2)
-    still_waiting = renewing.is_alive()
-    store.gate.set()
-    sweeping.join(10)
-    renewing.join(10)
+    still_waiting = store.overlap(
+        lambda: everything.update(results=a.renew_all()),
+        lambda: single.update(result=a.renew("wf-2")),
+    )
 
     assert still_waiting, "renew must wait for the renew_all in flight"
     assert store.cas_renew_calls == 0

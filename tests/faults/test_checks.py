@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from collections import defaultdict
-
 from faults.checks import (
     api_check,
     checkpoints_check,
@@ -14,7 +12,7 @@ from faults.checks import (
     metrics_check,
     stranded_check,
 )
-from faults.fleet import Timing
+from faults.fleet_under_test import Timing
 from faults.history import Checkpoint, ClaimVersion, History, LedgerRow
 from faults.nemesis import FaultRecord
 from faults.watch import Stretch
@@ -23,13 +21,7 @@ TIMING = Timing(ttl_ms=3_000, renew_interval_ms=1_000)
 
 
 def history(**parts) -> History:
-    made = History(
-        claims=defaultdict(list),
-        checkpoints=defaultdict(list),
-        final_status={},
-        ledger=defaultdict(list),
-        events=defaultdict(list),
-    )
+    made = History()
     for name, value in parts.items():
         getattr(made, name).update(value)
     made.ledger_workflows = set(made.ledger)

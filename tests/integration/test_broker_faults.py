@@ -6,9 +6,7 @@ from __future__ import annotations
 import base64
 import json
 import signal
-import socket
 import time
-from contextlib import closing
 from pathlib import Path
 
 import pytest
@@ -17,7 +15,7 @@ from django.db import connection
 from claims.engine.worker import engine_queue
 from claims.models import ClaimCounter, Engine
 from claims.selectors import fleet_metrics
-from faults.processes import Process
+from faults.processes import Process, free_port, redis_answers
 
 from ._fleet import RENEW_INTERVAL_MS, Fleet, wait_until
 
@@ -118,31 +116,13 @@ def test_undecodable_messages_are_set_aside_and_the_engine_goes_on_ticking(
         assert [path.read_bytes() for path in aside] == bad
 
 
-def free_port() -> int:
-    with closing(socket.socket(socket.AF_INET, socket.SOCK_STREAM)) as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
 def redis_server(workdir: Path, port: int) -> Process:
     argv = ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", ""]
     server = Process(
         "redis", [*argv, "--appendonly", "no", "--dir", str(workdir)], {}, workdir / "redis.log"
     )
 
-    def answers() -> bool:
-        import redis
-
-        client = redis.Redis(port=port, socket_connect_timeout=1, socket_timeout=1)
-        try:
-            return bool(client.ping())
-        except redis.RedisError:
-            return False
-        finally:
-            client.close()
-
-    wait_until(answers, timeout_s=20, what="a private Redis server")
+    wait_until(lambda: redis_answers(port), timeout_s=20, what="a private Redis server")
     return server
 
 

@@ -20,7 +20,7 @@ import pytest
 from django.db import connection
 from django.db.models import Count
 
-from claims.clock import database_now_ms
+from claims.fleet_clock import database_now_ms
 from claims.models import (
     ClaimCounter,
     ClaimEvent,
@@ -31,7 +31,7 @@ from claims.models import (
     WorkflowClaim,
     WorkflowStatus,
 )
-from claims.services import workflow_start
+from claims.services.workflows import workflow_start
 
 from ._fleet import GRACE_MS, RENEW_INTERVAL_MS, TTL_MS, Fleet, Process, wait_until
 

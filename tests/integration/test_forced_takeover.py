@@ -6,7 +6,8 @@ import pytest
 from django.db.models import Count
 
 from claims.models import ClaimEvent, StepLedger, Workflow, WorkflowClaim
-from claims.services import claim_force_takeover, workflow_start
+from claims.services.claims import claim_force_takeover
+from claims.services.workflows import workflow_start
 from claims.tasks import adopt
 from weftboard.celery import app as celery_app
 

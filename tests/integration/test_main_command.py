@@ -11,7 +11,6 @@ import http.cookiejar
 import os
 import re
 import signal
-import socket
 import sqlite3
 import subprocess
 import time
@@ -24,6 +23,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from claims.protocol.constants import OUTCOMES
+from faults.processes import free_port
 
 from ._fleet import REPO, wait_until
 
@@ -34,13 +34,6 @@ START_TIMEOUT_S = 120  # migrate a new database, seed the demo, start five proce
 ENGINES_ACTIVE_WITHIN_S = 5 + 25
 EXIT_WITHIN_S = 30
 ENGINE_COUNT = 3  # supervisord.conf
-
-
-def free_port() -> int:
-    with closing(socket.socket(socket.AF_INET, socket.SOCK_STREAM)) as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 def descendants(pid: int) -> set[int]:

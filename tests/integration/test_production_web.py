@@ -5,27 +5,20 @@ from __future__ import annotations
 
 import os
 import re
-import socket
 import subprocess
-import sys
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
-from contextlib import closing, contextmanager
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 
+from faults.processes import free_port, manage
+
 from ._fleet import REPO, VENV_BIN, wait_until
 
 pytestmark = pytest.mark.slow
-
-
-def free_port() -> int:
-    with closing(socket.socket(socket.AF_INET, socket.SOCK_STREAM)) as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 def production_env(tmp_path: Path, **extra: str) -> dict[str, str]:
@@ -90,13 +83,7 @@ def assets(page: str) -> dict[str, str]:
 def test_collected_static_files_are_served_hashed_and_cacheable(tmp_path):
     static_root = tmp_path / "static"
     env = production_env(tmp_path, WEFTBOARD_STATIC_ROOT=str(static_root))
-    subprocess.run(
-        [sys.executable, "manage.py", "collectstatic", "--noinput"],
-        cwd=REPO,
-        env=env,
-        check=True,
-        capture_output=True,
-    )
+    manage("collectstatic", "--noinput", env=env)
 
     with gunicorn(env, tmp_path / "gunicorn.log") as base:
         status, _, body = get(f"{base}/login/")

@@ -10,7 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from ._fleet import REPO, VENV_BIN
+from faults.processes import engine_argv
+
+from ._fleet import REPO
 
 
 def worker_output(tmp_path: Path, *, pool: str, **env_extra: str) -> tuple[int, str]:
@@ -25,22 +27,7 @@ def worker_output(tmp_path: Path, *, pool: str, **env_extra: str) -> tuple[int, 
         **env_extra,
     )
     worker = subprocess.Popen(
-        [
-            str(VENV_BIN / "celery"),
-            "-A",
-            "weftboard",
-            "worker",
-            "--pool",
-            pool,
-            "--concurrency",
-            "2",
-            "--hostname",
-            "refused@%h",
-            "--without-gossip",
-            "--without-mingle",
-            "--loglevel",
-            "INFO",
-        ],
+        engine_argv("refused", pool=pool, concurrency=2),
         cwd=REPO,
         env=env,
         stdin=subprocess.DEVNULL,
@@ -75,7 +62,9 @@ def test_prefork_pool_is_refused_with_a_clear_message(tmp_path: Path) -> None:
 def test_a_workflow_module_that_does_not_import_stops_the_engine(tmp_path: Path) -> None:
     """Not a worker without an engine: it exits non-zero, naming the setting and module."""
     returncode, output = worker_output(
-        tmp_path, pool="threads", WEFTBOARD_WORKFLOW_MODULES="claims.runtime.demo,no_such_module"
+        tmp_path,
+        pool="threads",
+        WEFTBOARD_WORKFLOW_MODULES="claims.runtime.demo_workflows,no_such_module",
     )
 
     assert returncode != 0, output

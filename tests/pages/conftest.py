@@ -7,9 +7,8 @@ from typing import Any
 from unittest import mock
 
 import pytest
-from django.contrib.auth.models import Permission
 
-from claims.clock import fleet_clock
+from claims.fleet_clock import fleet_clock
 from claims.models import (
     ClaimEvent,
     Engine,
@@ -53,15 +52,12 @@ def make_engine(engine_id: str, *, status: str = EngineStatus.ACTIVE, **fields: 
 def make_workflow(
     workflow_id: str, *, status: str = WorkflowStatus.RUNNING, **fields: Any
 ) -> Workflow:
-    now = now_ms()
-    values: dict[str, Any] = {
-        "workflow_type": "order",
+    defaults = {
         "state": {"input": {}, "steps": {}},
-        "created_at_ms": now - 10_000,
-        "updated_at_ms": now - 5_000,
+        "created_ago_ms": 10_000,
+        "updated_ago_ms": 5_000,
     }
-    values.update(fields)
-    return Workflow.objects.create(workflow_id=workflow_id, status=status, **values)
+    return factories.make_workflow(workflow_id, status=status, **{**defaults, **fields})
 
 
 def make_claim(workflow_id: str, **fields: Any) -> WorkflowClaim:
@@ -82,22 +78,14 @@ def _claim_settings(settings: Any) -> None:
     settings.WEFTBOARD_READ_ONLY = ""
 
 
-def _user(django_user_model: Any, name: str, codenames: tuple[str, ...]) -> Any:
-    user = django_user_model.objects.create_user(name, password="pw")
-    user.user_permissions.set(
-        Permission.objects.filter(content_type__app_label="claims", codename__in=codenames)
-    )
-    return user
-
-
 @pytest.fixture
 def operator(django_user_model: Any) -> Any:
-    return _user(django_user_model, "alice", ("force_claim", "cancel_workflow"))
+    return factories.make_user("alice", ("force_claim", "cancel_workflow", "suspend_workflow"))
 
 
 @pytest.fixture
 def viewer(django_user_model: Any) -> Any:
-    return _user(django_user_model, "victor", ())
+    return factories.make_user("victor")
 
 
 @pytest.fixture

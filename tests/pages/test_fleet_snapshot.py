@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from claims.fleet import fleet_snapshot_take
 from claims.models import FleetSnapshot, WorkflowClaim
 from claims.protocol import ClaimTiming
 from claims.selectors.overview import latest_fleet_scan, overview
+from claims.services.engines import fleet_snapshot_take
 
 pytestmark = pytest.mark.django_db
 

@@ -7,8 +7,8 @@ import json
 import pytest
 
 from claims.conf import claim_timing
-from claims.fleet import fleet_snapshot_take
 from claims.models import ClaimCounter, PendingRedrive, VisibilityWatermark
+from claims.services.engines import fleet_snapshot_take
 
 from .conftest import RENEW_MS, TTL_MS, htmx, make_claim, make_engine, make_workflow, now_ms
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from claims.clock import SKEW_VARIABLE, injected_skew_ms
+from claims.fleet_clock import SKEW_VARIABLE, injected_skew_ms
 from claims.protocol import OffsetClock
 from claims.protocol.errors import ClaimConfigError
 
@@ -56,7 +56,7 @@ def test_a_skew_that_is_not_whole_milliseconds_is_refused_by_name(monkeypatch, r
 from hypothesis import given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
-from claims.protocol.clock import MAX_ROUND_TRIP_MS, SLEW_RATE  # noqa: E402
+from claims.protocol.offset_clock import MAX_ROUND_TRIP_MS, SLEW_RATE  # noqa: E402
 from claims.protocol.testing import FakeClock  # noqa: E402
 
 

@@ -93,6 +93,14 @@ class Worker(threading.Thread):
         return self.result
 
 
+def parked_in_store(store: Any, call: Callable[[], Any]) -> Worker:
+    """A Worker running ``call``, returned once the call is parked inside the store."""
+    worker = Worker(call)
+    worker.start()
+    assert store.entered.wait(TIMEOUT_S)
+    return worker
+
+
 def wait_until(predicate: Callable[[], bool]) -> None:
     deadline = time.monotonic() + TIMEOUT_S
     while not predicate():
@@ -140,9 +148,7 @@ def test_concurrent_renewals_of_one_id_share_one_store_call(store, make_registry
     a.acquire("wf")
     clock.advance(1_000)
     store.park_renew = "before"
-    first = Worker(lambda: a.renew("wf"))
-    first.start()
-    assert store.entered.wait(TIMEOUT_S)
+    first = parked_in_store(store, lambda: a.renew("wf"))
 
     joined = count_joiners(a, "wf")
     others = [Worker(lambda: a.renew("wf")) for _ in range(4)]
@@ -196,9 +202,7 @@ def test_renewal_after_release_began_is_not_held(store, make_registry):
     a = make_registry("a")
     a.acquire("wf")
     store.park_release = True
-    releasing = Worker(lambda: a.release("wf"))
-    releasing.start()
-    assert store.entered.wait(TIMEOUT_S)
+    releasing = parked_in_store(store, lambda: a.release("wf"))
 
     assert a.renew("wf") == ClaimResult("not-held", "wf")
     assert store.renew_calls == []
@@ -217,13 +221,9 @@ def test_release_waits_for_in_flight_renewal_then_releases_what_it_wrote(
     clock.advance(2_000)
     renewed_expiry = T0 + 2_000 + TTL_MS
     store.park_renew = "after"
-    renewing = Worker(lambda: a.renew("wf"))
-    renewing.start()
-    assert store.entered.wait(TIMEOUT_S)
+    renewing = parked_in_store(store, lambda: a.renew("wf"))
 
-    releasing = Worker(lambda: a.release("wf"))
-    releasing.start()
-    wait_until(lambda: "wf" in a._releasing)
+    releasing = release_waiting(a, "wf")
     assert a.renew("wf") == ClaimResult("not-held", "wf")
     assert store.release_calls == []
     assert releasing.is_alive()
@@ -246,12 +246,8 @@ def test_release_after_a_lost_in_flight_renewal_is_not_held(store, make_registry
     clock.set(PAST_GRACE)
     make_registry("b").takeover("wf")
     store.park_renew = "before"
-    renewing = Worker(lambda: a.renew("wf"))
-    renewing.start()
-    assert store.entered.wait(TIMEOUT_S)
-    releasing = Worker(lambda: a.release("wf"))
-    releasing.start()
-    wait_until(lambda: "wf" in a._releasing)
+    renewing = parked_in_store(store, lambda: a.renew("wf"))
+    releasing = release_waiting(a, "wf")
 
     store.go.set()
 
@@ -269,9 +265,7 @@ def test_stale_renewal_failure_leaves_a_newer_grant_alone(store, make_registry, 
     a = make_registry("a", on_claim_lost=lost.append, metrics=metrics)
     a.acquire("wf")
     store.park_renew = "before"
-    renewing = Worker(lambda: a.renew("wf"))
-    renewing.start()
-    assert store.entered.wait(TIMEOUT_S)
+    renewing = parked_in_store(store, lambda: a.renew("wf"))
 
     store.park_renew = None
     if regrant == "takeover after expiry":
@@ -329,9 +323,7 @@ def test_adopt_racing_a_renewal_of_the_same_claim_does_not_depose_the_engine(clo
     )
     a.acquire("wf")
     store.park_read = True
-    adopting = Worker(lambda: a.adopt("wf", 1))
-    adopting.start()
-    assert store.entered.wait(TIMEOUT_S)
+    adopting = parked_in_store(store, lambda: a.adopt("wf", 1))
 
     clock.advance(RENEW_INTERVAL_MS)
     assert a.renew("wf").status == "renewed"
@@ -342,3 +334,11 @@ def test_adopt_racing_a_renewal_of_the_same_claim_does_not_depose_the_engine(clo
     clock.advance(RENEW_INTERVAL_MS)
     assert a.renew("wf").status == "renewed"
     assert lost == []
+
+
+def release_waiting(registry: Any, workflow_id: str) -> Worker:
+    """A Worker releasing ``workflow_id``, returned once the registry has it as releasing."""
+    worker = Worker(lambda: registry.release(workflow_id))
+    worker.start()
+    wait_until(lambda: workflow_id in registry._releasing)
+    return worker

@@ -9,12 +9,12 @@ from typing import Any
 
 import pytest
 
-import claims.runtime.demo  # noqa: F401  (registers the demo types)
+import claims.runtime.demo_workflows  # noqa: F401  (registers the demo types)
 from claims.models import StepLedger, Workflow, WorkflowClaim
 from claims.protocol import ClaimRegistry, ClaimTiming
 from claims.protocol.testing import FakeClock
 from claims.runtime import WorkflowDriver
-from claims.services import workflow_start
+from claims.services.workflows import workflow_start
 from claims.store import OrmClaimStore
 
 from . import workflows

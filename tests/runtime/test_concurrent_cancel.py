@@ -19,7 +19,7 @@ from django.db import connection
 from claims.protocol import ClaimRegistry, ClaimTiming, InvalidTransitionError
 from claims.protocol.testing import FakeClock
 from claims.runtime import WorkflowDriver
-from claims.services import workflow_cancel, workflow_start
+from claims.services.workflows import workflow_cancel, workflow_start
 from claims.store import OrmClaimStore
 
 from .conftest import START_MS, ledger, workflow_row

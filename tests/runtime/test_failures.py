@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from django.db import OperationalError
 
@@ -26,25 +28,24 @@ def assert_failed_and_released(wf: str, error_type: str) -> dict[str, str]:
     return row.state["error"]
 
 
-def test_uncaught_error_marks_failed_with_its_type_and_message_and_releases(engine, start):
+def run_to_failure(engine, start, error_type: str, *start_args: Any) -> tuple[Any, str, Any]:
+    """Engine "a" drives a new workflow that fails with ``error_type`` and releases its
+    claim with the failure; (the engine, the workflow id, the recorded error)."""
     a = engine("a")
-    wf = start("test-failing", engine=a)
-
+    wf = start(*start_args, engine=a)
     assert a.drive(wf) == "failed"
+    return a, wf, assert_failed_and_released(wf, error_type)
 
-    error = assert_failed_and_released(wf, "CardDeclinedError")
+
+def test_uncaught_error_marks_failed_with_its_type_and_message_and_releases(engine, start):
+    a, wf, error = run_to_failure(engine, start, "CardDeclinedError", "test-failing")
     assert error == {"type": "CardDeclinedError", "message": "card declined: insufficient funds"}
     assert recorded_steps(wf) == {"reserve": (1, "a")}
     assert a.registry.held_workflow_ids() == []
 
 
 def test_non_json_step_result_fails_the_workflow_with_a_clear_error(engine, start):
-    a = engine("a")
-    wf = start("test-non-json-step", engine=a)
-
-    assert a.drive(wf) == "failed"
-
-    error = assert_failed_and_released(wf, "NotJsonSerializableError")
+    _, wf, error = run_to_failure(engine, start, "NotJsonSerializableError", "test-non-json-step")
     assert "step 'tags'" in error["message"]
     assert "set" in error["message"]
     assert "JSON" in error["message"]
@@ -52,22 +53,12 @@ def test_non_json_step_result_fails_the_workflow_with_a_clear_error(engine, star
 
 
 def test_non_json_workflow_result_fails_the_workflow(engine, start):
-    a = engine("a")
-    wf = start("test-non-json-result", engine=a)
-
-    assert a.drive(wf) == "failed"
-
-    error = assert_failed_and_released(wf, "NotJsonSerializableError")
+    _, _, error = run_to_failure(engine, start, "NotJsonSerializableError", "test-non-json-result")
     assert "result of the workflow" in error["message"]
 
 
 def test_repeated_step_name_fails_the_workflow_and_names_the_step(engine, start):
-    a = engine("a")
-    wf = start("test-duplicate-step", engine=a)
-
-    assert a.drive(wf) == "failed"
-
-    error = assert_failed_and_released(wf, "DuplicateStepError")
+    _, wf, error = run_to_failure(engine, start, "DuplicateStepError", "test-duplicate-step")
     assert "'charge'" in error["message"]
     assert "twice" in error["message"]
     assert workflow_row(wf).state["steps"]["charge"]["result"] == 1
@@ -93,21 +84,12 @@ def test_step_that_raised_may_be_retried_under_its_name(engine, start):
 def test_invalid_step_name_or_sleep_fails_the_workflow(
     engine, start, workflow_type, error_type, words
 ):
-    a = engine("a")
-    wf = start(workflow_type, engine=a)
-
-    assert a.drive(wf) == "failed"
-
-    assert words in assert_failed_and_released(wf, error_type)["message"]
+    _, _, error = run_to_failure(engine, start, error_type, workflow_type)
+    assert words in error["message"]
 
 
 def test_bad_input_to_a_demo_type_fails_it(engine, start):
-    a = engine("a")
-    wf = start("ledger", {"steps": "many"}, engine=a)
-
-    assert a.drive(wf) == "failed"
-
-    assert_failed_and_released(wf, "ValueError")
+    _, wf, _ = run_to_failure(engine, start, "ValueError", "ledger", {"steps": "many"})
     assert ledger(wf) == {}
 
 

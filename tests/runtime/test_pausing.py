@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 
 from claims.models import WorkflowVisibility
-from claims.services import workflow_cancel
+from claims.services.workflows import workflow_cancel
 
 from .conftest import TTL_MS, claim_row, ledger, recorded_steps, workflow_row
 from .workflows import after_step, during_step

@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Any
 
 from claims.models import WorkflowClaim
 from claims.protocol import rotate_claim
@@ -41,18 +42,24 @@ def runtime_log() -> Iterator[list[logging.LogRecord]]:
         logger.removeHandler(handler)
 
 
-def test_takeover_during_a_step_deposes_the_drive_and_the_successor_reruns_only_that_step(
-    engine, start, clock
-):
+def lost_to_b_at(hook, step: str, engine, start, clock) -> tuple[Any, Any, str]:
+    """Engines a and b, and a ledger workflow a starts; at ``step`` (``hook``: before it,
+    during it) a stalls past expiry and b takes the claim over. Returns (a, b, wf)."""
     a, b = engine("a"), engine("b")
     wf = start("test-hooked-ledger", engine=a)
 
     def stall_then_lose_the_claim(ctx):
-        # Engine a stalls inside step-2 past expiry; engine b takes the claim over.
         clock.advance(EXPIRY_MS)
         assert b.registry.takeover(wf).status == "acquired"
 
-    during_step(wf, "step-2", stall_then_lose_the_claim)
+    hook(wf, step, stall_then_lose_the_claim)
+    return a, b, wf
+
+
+def test_takeover_during_a_step_deposes_the_drive_and_the_successor_reruns_only_that_step(
+    engine, start, clock
+):
+    a, b, wf = lost_to_b_at(during_step, "step-2", engine, start, clock)
     with runtime_log() as records:
         assert a.drive(wf) == "deposed"
 
@@ -80,14 +87,7 @@ def test_takeover_during_a_step_deposes_the_drive_and_the_successor_reruns_only_
 def test_a_drive_deposed_before_its_side_effect_commits_no_ledger_row(engine, start, clock):
     """Engine a passed every check before step-2, then stalled past expiry and lost the
     claim: the ledger write is fenced, so a's late effect never lands beside b's."""
-    a, b = engine("a"), engine("b")
-    wf = start("test-hooked-ledger", engine=a)
-
-    def stall_then_lose_the_claim(ctx):
-        clock.advance(EXPIRY_MS)
-        assert b.registry.takeover(wf).status == "acquired"
-
-    before_step(wf, "step-2", stall_then_lose_the_claim)
+    a, b, wf = lost_to_b_at(before_step, "step-2", engine, start, clock)
     with runtime_log():
         assert a.drive(wf) == "deposed"
 
@@ -122,14 +122,7 @@ def test_deposed_engine_does_not_rerun_the_step_while_it_still_caches_the_claim(
 ):
     """Until its next renewal finds the claim lost, the registry still caches epoch 1;
     a second drive by that engine must not start the lost step's side effect again."""
-    a, b = engine("a"), engine("b")
-    wf = start("test-hooked-ledger", engine=a)
-
-    def lose_the_claim(ctx):
-        clock.advance(EXPIRY_MS)
-        b.registry.takeover(wf)
-
-    during_step(wf, "step-2", lose_the_claim)
+    a, _, wf = lost_to_b_at(during_step, "step-2", engine, start, clock)
     assert a.drive(wf) == "deposed"
     assert a.registry.current_epoch(wf) == 1  # stale, until the next renewal
 
@@ -143,14 +136,7 @@ def test_deposed_engine_does_not_rerun_the_step_while_it_still_caches_the_claim(
 
 def test_engine_regranted_after_a_deposition_drives_again(engine, start, clock):
     """The refusal is for the lost epoch only: a new grant to the same engine drives."""
-    a, b = engine("a"), engine("b")
-    wf = start("test-hooked-ledger", engine=a)
-
-    def lose_the_claim(ctx):
-        clock.advance(EXPIRY_MS)
-        b.registry.takeover(wf)
-
-    during_step(wf, "step-1", lose_the_claim)
+    a, b, wf = lost_to_b_at(during_step, "step-1", engine, start, clock)
     assert a.drive(wf) == "deposed"
     assert a.registry.renew(wf).status == "lost"
     assert b.registry.release(wf).status == "released"

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from claims.services import workflow_cancel
+from claims.services.workflows import workflow_cancel
 
 from .conftest import START_MS, claim_row, ledger, workflow_row
 
@@ -71,25 +71,25 @@ def test_parked_workflow_wakes_on_a_successor_engine(engine, start, clock):
     }
 
 
-def test_json_shapes_read_back_the_same_on_first_run_and_on_replay(engine, start, clock):
-    """A tuple comes back a list and an int key a string, before and after the park."""
+def park_then_complete(engine, start, clock, workflow_type: str) -> str:
+    """Engine a drives a new workflow to its one-second sleep, and on to completion after it."""
     a = engine("a")
-    wf = start("test-shapes", engine=a)
+    wf = start(workflow_type, engine=a)
     assert a.drive(wf) == "parked"
     clock.advance(1_000)
-
     assert a.drive(wf) == "completed"
+    return wf
+
+
+def test_json_shapes_read_back_the_same_on_first_run_and_on_replay(engine, start, clock):
+    """A tuple comes back a list and an int key a string, before and after the park."""
+    wf = park_then_complete(engine, start, clock, "test-shapes")
 
     assert workflow_row(wf).state["result"] == {"pair": [1, 2], "keyed": {"1": "one"}}
 
 
 def test_editing_a_step_result_never_edits_its_checkpoint(engine, start, clock):
-    a = engine("a")
-    wf = start("test-mutating", engine=a)
-    assert a.drive(wf) == "parked"
-    clock.advance(1_000)
-
-    assert a.drive(wf) == "completed"
+    wf = park_then_complete(engine, start, clock, "test-mutating")
 
     state = workflow_row(wf).state
     assert state["steps"]["first"]["result"] == {"items": [1]}

@@ -13,7 +13,7 @@ from claims.runtime import (
     workflow,
     workflow_function,
 )
-from claims.runtime.demo import order
+from claims.runtime.demo_workflows import order
 
 
 def test_importing_the_demo_module_registers_the_demo_types():

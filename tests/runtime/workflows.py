@@ -16,7 +16,7 @@ from collections.abc import Callable
 from typing import Any
 
 from claims.runtime import WorkflowContext, workflow
-from claims.runtime.demo import ledger_step
+from claims.runtime.demo_workflows import ledger_step
 
 Hook = Callable[[WorkflowContext], object]
 HOOKS: dict[tuple[str, str], Hook] = {}

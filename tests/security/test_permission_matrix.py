@@ -22,7 +22,7 @@ from django.test import Client
 from django.urls import URLPattern, URLResolver, get_resolver
 from django.utils import timezone
 
-from claims.clock import fleet_clock
+from claims.fleet_clock import fleet_clock
 from claims.models import (
     ApiToken,
     BackfillJob,
@@ -46,7 +46,13 @@ ROLES = (
     "staff",
     "superuser",
 )
-OPERATOR_PERMISSIONS = ("force_claim", "cancel_workflow", "add_workflow", "schedule_backfill")
+OPERATOR_PERMISSIONS = (
+    "force_claim",
+    "cancel_workflow",
+    "suspend_workflow",
+    "add_workflow",
+    "schedule_backfill",
+)
 # Roles a page sees as signed out: pages take a session only, never a bearer token.
 NO_SESSION = {"anonymous", "read-token", "write-token"}
 STAFF = {"staff", "superuser"}
@@ -178,6 +184,11 @@ CASES: list[Case] = [
     Case("takeover/<path:workflow_id>", "POST", f"/takeover/{WF}", page_write(303), data=TAKEOVER),
     Case("cancel/<path:workflow_id>", "GET", f"/cancel/{WF}", page_action_form()),
     Case("cancel/<path:workflow_id>", "POST", f"/cancel/{WF}", page_write(303), data=RELEASE),
+    Case("suspend/<path:workflow_id>", "GET", f"/suspend/{WF}", page_action_form()),
+    Case("suspend/<path:workflow_id>", "POST", f"/suspend/{WF}", page_write(303), data=RELEASE),
+    Case("resume/<path:workflow_id>", "GET", f"/resume/{WF}", page_action_form()),
+    # The scene's workflow is running: a permitted resume meets that, 409.
+    Case("resume/<path:workflow_id>", "POST", f"/resume/{WF}", page_write(409), data=RELEASE),
     Case("engines/", "GET", "/engines/", page()),
     Case("engines/<path:engine_id>/", "GET", "/engines/e-1/", page()),
     Case("reclaim/", "GET", "/reclaim/", page()),
@@ -224,6 +235,21 @@ CASES: list[Case] = [
         f"/api/v1/workflows/{WF}/cancel",
         api_write(200),
         data={"reason": "matrix"},
+    ),
+    Case(
+        "api/v1/workflows/<workflowid:workflow_id>/suspend",
+        "POST",
+        f"/api/v1/workflows/{WF}/suspend",
+        api_write(200),
+        data=RELEASE,
+    ),
+    # The scene's workflow is running: a permitted resume meets that, 409.
+    Case(
+        "api/v1/workflows/<workflowid:workflow_id>/resume",
+        "POST",
+        f"/api/v1/workflows/{WF}/resume",
+        api_write(409),
+        data=RELEASE,
     ),
     Case(
         "api/v1/workflows",

@@ -13,14 +13,8 @@ from .claims import (
     TakeoverIn,
 )
 from .common import READ_ERRORS, WRITE_ERRORS, ErrorOut, ValidationErrorOut, utc
-from .fleet import (
-    EngineListOut,
-    EngineOut,
-    ReclaimCursorOut,
-    RedriveFilterIn,
-    RedriveOut,
-    RedrivePageOut,
-)
+from .engines import EngineListOut, EngineOut
+from .reclaim import ReclaimCursorOut, RedriveFilterIn, RedriveOut, RedrivePageOut
 from .workflows import (
     EventOut,
     OwnershipOut,
@@ -28,6 +22,7 @@ from .workflows import (
     WorkflowCancelOut,
     WorkflowOut,
     WorkflowStartIn,
+    WorkflowSuspendIn,
 )
 
 __all__ = [
@@ -58,5 +53,6 @@ __all__ = [
     "WorkflowCancelOut",
     "WorkflowOut",
     "WorkflowStartIn",
+    "WorkflowSuspendIn",
     "utc",
 ]

@@ -10,6 +10,8 @@ from pydantic import AwareDatetime, field_validator
 
 from claims.models import BackfillJob, BackfillStatus
 
+from .common import fields_from
+
 
 class BackfillIn(Schema):
     run_at: AwareDatetime | None = None  # absent: as soon as a worker picks it up
@@ -46,20 +48,4 @@ class BackfillOut(Schema):
         progress = min(1.0, job.processed / total) if total else None
         if job.status == BackfillStatus.SUCCEEDED:
             progress = 1.0  # the table may have shrunk under the estimate
-        return cls(
-            id=job.pk,
-            kind=job.kind,
-            status=job.status,
-            requested_by=job.requested_by,
-            run_at=job.run_at,
-            started_at=job.started_at,
-            finished_at=job.finished_at,
-            cursor=job.cursor,
-            processed=job.processed,
-            inserted=job.inserted,
-            fixed=job.fixed,
-            conflicts=job.conflicts,
-            total_estimate=total,
-            progress=progress,
-            error=job.error,
-        )
+        return cls(**fields_from(job, cls, id=job.pk, total_estimate=total, progress=progress))

@@ -12,7 +12,7 @@ from claims.protocol.states import ClaimState
 from claims.selectors import ClaimView
 from claims.selectors.ownership import ClaimSnapshot, ExpiryJudgement
 
-from .common import EngineId, Epoch, Reason, checked_identifier, required_reason, utc
+from .common import EngineId, Epoch, Reason, checked_identifier, fields_from, required_reason
 
 
 class ClaimFilterIn(Schema):
@@ -39,18 +39,7 @@ class ClaimOut(Schema):
 
     @classmethod
     def of(cls, view: ClaimView) -> ClaimOut:
-        return cls(
-            workflow_id=view.workflow_id,
-            epoch=view.epoch,
-            holder_engine_id=view.holder_engine_id,
-            holder_epoch=view.holder_epoch,
-            state=view.state,
-            claimed_at_ms=view.claimed_at_ms,
-            claimed_at=utc(view.claimed_at_ms),
-            expires_at_ms=view.expires_at_ms,
-            expires_at=utc(view.expires_at_ms),
-            expires_in_ms=view.expires_in_ms,
-        )
+        return cls(**fields_from(view, cls))
 
 
 class ClaimPageOut(Schema):
@@ -70,14 +59,7 @@ class ExpiryOut(Schema):
 
     @classmethod
     def of(cls, judgement: ExpiryJudgement) -> ExpiryOut:
-        return cls(
-            expires_at_ms=judgement.expires_at_ms,
-            expires_at=utc(judgement.expires_at_ms),
-            takeover_allowed_at_ms=judgement.takeover_allowed_at_ms,
-            takeover_allowed_at=utc(judgement.takeover_allowed_at_ms),
-            expired=judgement.expired,
-            ms_until_takeover=judgement.ms_until_takeover,
-        )
+        return cls(**fields_from(judgement, cls))
 
 
 class ClaimStateOut(Schema):
@@ -96,18 +78,8 @@ class ClaimStateOut(Schema):
 
     @classmethod
     def of(cls, snapshot: ClaimSnapshot) -> ClaimStateOut:
-        return cls(
-            workflow_id=snapshot.workflow_id,
-            epoch=snapshot.epoch,
-            holder_engine_id=snapshot.holder_engine_id,
-            holder_epoch=snapshot.holder_epoch,
-            state=snapshot.state,
-            claimed_at_ms=snapshot.claimed_at_ms,
-            claimed_at=utc(snapshot.claimed_at_ms),
-            expiry=None if snapshot.expiry is None else ExpiryOut.of(snapshot.expiry),
-            as_of_ms=snapshot.as_of_ms,
-            as_of=utc(snapshot.as_of_ms),
-        )
+        expiry = None if snapshot.expiry is None else ExpiryOut.of(snapshot.expiry)
+        return cls(**fields_from(snapshot, cls, expiry=expiry))
 
 
 class StaleEpochOut(Schema):

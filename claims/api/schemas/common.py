@@ -34,6 +34,22 @@ def utc(ms: int | None) -> datetime | None:
         return None
 
 
+def fields_from(source: Any, schema: type[Schema], **given: Any) -> dict[str, Any]:
+    """The ``schema``'s fields read from ``source``'s attributes of the same names, so an
+    ``of`` constructor states only what differs (``given``). A field ``x`` beside a field
+    ``x_ms`` is that time in UTC (``utc``), as every route sends its times twice."""
+    names = schema.model_fields
+    values = {
+        name: given[name] if name in given else getattr(source, name)
+        for name in names
+        if name in given or f"{name}_ms" not in names
+    }
+    for name in names:
+        if name not in values:
+            values[name] = utc(values[f"{name}_ms"])
+    return values
+
+
 def required_reason(value: str) -> str:
     """The one operator-reason rule (claims.protocol.text); its error is a 422 here."""
     return check_reason(value)

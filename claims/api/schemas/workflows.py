@@ -1,4 +1,4 @@
-"""Workflows: start, cancel, and the diagnostic ownership read."""
+"""Workflows: start, cancel, suspend and resume, and the diagnostic ownership read."""
 
 from __future__ import annotations
 
@@ -16,8 +16,8 @@ from claims.runtime.types import WORKFLOW_TYPE_MAX_LENGTH
 from claims.selectors.ownership import Ownership
 
 from .claims import ClaimStateOut
-from .common import Reason, required_reason, utc
-from .fleet import RedriveOut
+from .common import Reason, fields_from, required_reason
+from .reclaim import RedriveOut
 
 
 class WorkflowOut(Schema):
@@ -31,15 +31,7 @@ class WorkflowOut(Schema):
 
     @classmethod
     def of(cls, workflow: Workflow) -> WorkflowOut:
-        return cls(
-            workflow_id=workflow.workflow_id,
-            workflow_type=workflow.workflow_type,
-            status=workflow.status,
-            created_at_ms=workflow.created_at_ms,
-            created_at=utc(workflow.created_at_ms),
-            updated_at_ms=workflow.updated_at_ms,
-            updated_at=utc(workflow.updated_at_ms),
-        )
+        return cls(**fields_from(workflow, cls))
 
 
 class WorkflowStartIn(Schema):
@@ -66,7 +58,19 @@ class WorkflowCancelIn(Schema):
     _reason = field_validator("reason")(required_reason)
 
 
+class WorkflowSuspendIn(Schema):
+    """Suspend or resume: the epoch the caller saw (0: no claim yet) is required, so a
+    claim that has moved answers 409."""
+
+    reason: Reason
+    expected_epoch: int = Field(ge=0, le=MAX_SAFE_INTEGER)
+
+    _reason = field_validator("reason")(required_reason)
+
+
 class WorkflowCancelOut(Schema):
+    """The answer to cancel, suspend and resume: the workflow and its claim after."""
+
     workflow: WorkflowOut
     claim: ClaimStateOut
 
@@ -84,21 +88,12 @@ class EventOut(Schema):
 
     @classmethod
     def of(cls, event: ClaimEvent) -> EventOut:
-        return cls(
-            id=event.pk,
-            kind=event.kind,
-            epoch_before=event.epoch_before,
-            epoch_after=event.epoch_after,
-            engine_id=event.engine_id,
-            actor=event.actor,
-            reason=event.reason,
-            at_ms=event.at_ms,
-            at=utc(event.at_ms),
-        )
+        return cls(**fields_from(event, cls, id=event.pk))
 
 
 class OwnershipOut(Schema):
-    """The diagnostic read; ``workflow`` is null when the workflow was purged."""
+    """The diagnostic read; ``workflow`` is null when there is no workflow row (it was
+    deleted): only its claim row is kept."""
 
     workflow: WorkflowOut | None
     claim: ClaimStateOut

@@ -15,14 +15,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
-from .processes import VENV_BIN, Process, beat_argv, engine_argv, wait_until
+from .processes import (
+    VENV_BIN,
+    Process,
+    beat_argv,
+    engine_argv,
+    free_port,
+    redis_answers,
+    wait_until,
+)
 from .proxy import CuttingProxy
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 @dataclass(frozen=True)
@@ -130,18 +132,9 @@ class Fleet:
                 str(self.workdir),
             ],
         )
-        wait_until(self._redis_answers, timeout_s=20, what="the private Redis server")
-
-    def _redis_answers(self) -> bool:
-        import redis
-
-        client = redis.Redis(port=self.redis_port, socket_connect_timeout=1, socket_timeout=1)
-        try:
-            return bool(client.ping())
-        except redis.RedisError:
-            return False
-        finally:
-            client.close()
+        wait_until(
+            lambda: redis_answers(self.redis_port), timeout_s=20, what="the private Redis server"
+        )
 
     def redis_crash(self) -> None:
         """SIGKILL: everything queued in it (ticks, adopt orders) is lost, as in a crash."""

@@ -12,8 +12,10 @@ import threading
 
 from django.db import connection
 
-from claims.protocol.clock import OffsetClock
+from claims.conf import claim_timing
 from claims.protocol.errors import ClaimConfigError
+from claims.protocol.offset_clock import OffsetClock
+from claims.protocol.timing import ClaimTiming
 
 logger = logging.getLogger(__name__)
 
@@ -45,6 +47,12 @@ def fleet_clock() -> OffsetClock:
             _clock = OffsetClock(skew_ms=injected_skew_ms())
             _clock.calibrate(database_now_ms)
         return _clock
+
+
+def fleet_now() -> tuple[int, ClaimTiming]:
+    """Now on the fleet's time base (the database clock) and the claim timing: what every
+    read of claim state (pages, API, tasks) judges expiry with."""
+    return fleet_clock()(), claim_timing()
 
 
 def injected_skew_ms() -> int:

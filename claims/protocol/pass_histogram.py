@@ -14,6 +14,8 @@ BUCKETS_S = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 
 
 class PassHistogram:
+    """Counts of pass durations per bucket of BUCKETS_S (plus +Inf), and their sum."""
+
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._counts = [0] * (len(BUCKETS_S) + 1)  # the last bucket is +Inf

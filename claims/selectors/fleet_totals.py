@@ -1,4 +1,5 @@
-"""Reads that feed the pages; each is a fixed number of queries."""
+"""Fleet-wide totals: workflows per status, claim rows with and without a holder, and
+everything /metrics shows. Each is a fixed number of queries whatever the fleet's size."""
 
 from __future__ import annotations
 

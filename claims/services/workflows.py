@@ -1,4 +1,10 @@
-"""Writes to workflows and claims. Every status change and its epoch rotation commit together."""
+"""Writes to workflows: start one, and the transitions made from outside its engine
+(cancel, suspend, resume). Every status change and its epoch rotation commit together
+(docs/design.md §3).
+
+Each call obeys claims.services.rules: nothing while read-only, an operator's reason,
+a workflow type some engine can run.
+"""
 
 from __future__ import annotations
 
@@ -7,12 +13,10 @@ from typing import Any
 
 from django.db import transaction
 
-from claims.clock import fleet_clock
 from claims.conf import claim_timing
+from claims.fleet_clock import fleet_clock
 from claims.models import (
     TERMINAL_STATUSES,
-    Engine,
-    EngineStatus,
     Workflow,
     WorkflowClaim,
     WorkflowStatus,
@@ -20,7 +24,6 @@ from claims.models import (
 )
 from claims.protocol import Clock, rotate_claim
 from claims.protocol.errors import (
-    ClaimConfigError,
     InvalidTransitionError,
     StaleEpochError,
     WorkflowClaimUnavailableError,
@@ -28,8 +31,10 @@ from claims.protocol.errors import (
 )
 from claims.protocol.ids import check_workflow_id
 from claims.protocol.records import ClaimEventRecord, Holder
-from claims.protocol.text import check_json_text, check_reason
+from claims.protocol.text import check_json_text
 from claims.store import OrmClaimStore
+
+from .rules import operator_reason, refuse_if_read_only, registered_workflow_type
 
 _store = OrmClaimStore()
 
@@ -56,15 +61,20 @@ def workflow_start(
     input: Any = None,
     workflow_id: str | None = None,
     engine_id: str | None = None,
+    actor: str | None = None,
     clock: Clock | None = None,
 ) -> Workflow:
     """Create a running workflow; with ``engine_id`` it is claimed for that engine at once.
 
-    Without an engine it starts ownerless and the next reclaim pass claims it.
+    Without an engine it starts ownerless and the next reclaim pass claims it. Raises
+    UnknownWorkflowTypeError for a type no engine can run, and ReadOnlyError while
+    read-only when an ``actor`` (an operator or API client) asks: the switch stops people,
+    not the programs of the fleet (the demo seed and trickle start workflows of their own).
     """
+    if actor is not None:
+        refuse_if_read_only()
     workflow_id = check_workflow_id(workflow_id or str(uuid.uuid4()))
-    if not workflow_type:
-        raise ClaimConfigError("a workflow type is required")
+    workflow_type = registered_workflow_type(workflow_type)
     check_json_text(input, what="a workflow's input")
     now = _now(clock)
     with transaction.atomic():
@@ -85,7 +95,8 @@ def workflow_start(
 
 
 def _claim_for_start(workflow_id: str, engine_id: str, now: int) -> None:
-    """Grant the claim of a new workflow; an id reused after purge keeps its epoch line."""
+    """Grant the claim of a new workflow; an id reused after its workflow row was deleted
+    keeps its epoch line."""
     ttl = claim_timing().ttl_ms
     row = _store.read_claim(workflow_id)
     epoch = 1 if row is None else row.epoch + 1
@@ -123,27 +134,38 @@ def _lock_claim_then_workflow(workflow_id: str) -> tuple[Workflow, int | None]:
     return workflow, (epochs[0] if epochs else None)
 
 
-def _terminal_transition(
+# Where each transition may start from: cancel ends anything not yet ended, a suspended
+# workflow included; suspend and resume move between running and suspended only.
+_NOT_ENDED = frozenset(WorkflowStatus) - TERMINAL_STATUSES
+_RUNNING = frozenset({WorkflowStatus.RUNNING})
+_SUSPENDED = frozenset({WorkflowStatus.SUSPENDED})
+
+
+def _transition(
     workflow_id: str,
     *,
     status: WorkflowStatus,
     action: str,
+    allowed_from: frozenset[WorkflowStatus],
     actor: str | None,
     reason: str,
     clock: Clock | None,
     expected_epoch: int | None = None,
 ) -> Workflow:
+    """Move the workflow to ``status`` and rotate its claim to the next epoch with no
+    holder, in one transaction: whoever held it is deposed on its next write."""
+    refuse_if_read_only()
     workflow_id = check_workflow_id(workflow_id)
     # An operator (an actor) owes the audit log a reason; a program ending its own
     # workflow does not, but what it gives follows the same rule.
-    reason = check_reason(reason or "", required=actor is not None)
+    reason = operator_reason(reason, required=actor is not None)
     now = _now(clock)
     with transaction.atomic():
         workflow, epoch = _lock_claim_then_workflow(workflow_id)
         # 0 is what an operator saw of a workflow never claimed: no claim row.
         if expected_epoch is not None and expected_epoch != (epoch or 0):
             raise StaleEpochError(workflow_id, expected_epoch, epoch)
-        if workflow.status in TERMINAL_STATUSES:
+        if workflow.status not in allowed_from:
             raise InvalidTransitionError(workflow_id, workflow.status, action)
         rotate_claim(
             _store, workflow_id, clock=lambda: now, kind="rotated", actor=actor, reason=reason
@@ -163,12 +185,14 @@ def workflow_cancel(
     clock: Clock | None = None,
     expected_epoch: int | None = None,
 ) -> Workflow:
-    """Cancel; with ``expected_epoch`` (0: no claim row yet) a compare-and-swap on the epoch
-    the operator saw: StaleEpochError if the claim has moved since."""
-    return _terminal_transition(
+    """Cancel a workflow that has not ended (a suspended one too); with ``expected_epoch``
+    (0: no claim row yet) a compare-and-swap on the epoch the operator saw:
+    StaleEpochError if the claim has moved since."""
+    return _transition(
         workflow_id,
         status=WorkflowStatus.CANCELLED,
         action="cancel",
+        allowed_from=_NOT_ENDED,
         actor=actor,
         reason=reason,
         clock=clock,
@@ -176,118 +200,48 @@ def workflow_cancel(
     )
 
 
-def workflow_timeout(
-    workflow_id: str, *, actor: str | None = None, reason: str = "", clock: Clock | None = None
-) -> Workflow:
-    return _terminal_transition(
-        workflow_id,
-        status=WorkflowStatus.TIMED_OUT,
-        action="time out",
-        actor=actor,
-        reason=reason,
-        clock=clock,
-    )
-
-
 def workflow_suspend(
-    workflow_id: str, *, actor: str | None = None, reason: str = "", clock: Clock | None = None
+    workflow_id: str,
+    *,
+    actor: str,
+    reason: str,
+    expected_epoch: int,
+    clock: Clock | None = None,
 ) -> Workflow:
-    return _terminal_transition(
+    """Suspend a running workflow: its claim moves to the next epoch with no holder, so
+    its engine is deposed on its next write, and no reclaim pass takes it back (they take
+    running workflows only). A compare-and-swap on the epoch the operator saw (0: no claim
+    row yet): StaleEpochError if it moved; InvalidTransitionError unless running."""
+    return _transition(
         workflow_id,
         status=WorkflowStatus.SUSPENDED,
         action="suspend",
+        allowed_from=_RUNNING,
         actor=actor,
         reason=reason,
         clock=clock,
+        expected_epoch=expected_epoch,
     )
 
 
-def workflow_purge(
-    workflow_id: str, *, actor: str | None = None, reason: str = "", clock: Clock | None = None
-) -> None:
-    """Delete the workflow and its index row; its claim row stays, one epoch further on."""
-    workflow_id = check_workflow_id(workflow_id)
-    now = _now(clock)
-    with transaction.atomic():
-        workflow, _ = _lock_claim_then_workflow(workflow_id)
-        rotate_claim(
-            _store, workflow_id, clock=lambda: now, kind="rotated", actor=actor, reason=reason
-        )
-        WorkflowVisibility.objects.filter(workflow_id=workflow_id).delete()
-        workflow.delete()
-
-
-def _required_reason(reason: str) -> str:
-    """The one operator-reason rule (claims.protocol.text), for every interface."""
-    return check_reason(reason or "")
-
-
-def claim_force_release(
+def workflow_resume(
     workflow_id: str,
     *,
-    expected_epoch: int,
-    actor: str | None,
+    actor: str,
     reason: str,
-    clock: Clock | None = None,
-) -> int:
-    """Move the claim to epoch + 1 with no holder; the old holder is deposed on its next write.
-
-    Raises StaleEpochError when the claim is no longer at ``expected_epoch``.
-    """
-    workflow_id = check_workflow_id(workflow_id)
-    reason = _required_reason(reason)
-    with transaction.atomic():
-        row = _store.read_claim(workflow_id)
-        # Ownerless at the epoch the operator saw: nothing to release, and a rotation
-        # would only grow the epoch and the audit log. (Any grant since would have moved
-        # the epoch, so the compare-and-swap below still catches a claim taken meanwhile.)
-        if row is not None and row.epoch == expected_epoch and row.holder is None:
-            raise InvalidTransitionError(workflow_id, "ownerless", "force-release the claim of")
-        return rotate_claim(
-            _store,
-            workflow_id,
-            clock=clock or fleet_clock(),
-            kind="forced_release",
-            expected_epoch=expected_epoch,
-            actor=actor,
-            reason=reason,
-        )
-
-
-def claim_force_takeover(
-    workflow_id: str,
-    *,
     expected_epoch: int,
-    target_engine_id: str,
-    actor: str | None,
-    reason: str,
     clock: Clock | None = None,
-) -> int:
-    """Grant epoch + 1 to a live engine, which adopts and drives the workflow.
-
-    Raises StaleEpochError when the claim is no longer at ``expected_epoch``.
-    """
-    workflow_id = check_workflow_id(workflow_id)
-    reason = _required_reason(reason)
-    if not Engine.objects.filter(engine_id=target_engine_id, status=EngineStatus.ACTIVE).exists():
-        raise ClaimConfigError(f"engine {target_engine_id!r} is not a live engine")
-    with transaction.atomic():
-        # A finished or purged workflow needs no engine; granting it one grows the epoch
-        # and the audit log for nothing (the page refuses it too).
-        status = Workflow.objects.filter(workflow_id=workflow_id).values_list("status", flat=True)
-        current = status.first()
-        if current is None or current in TERMINAL_STATUSES:
-            raise InvalidTransitionError(
-                workflow_id, current or "purged", "force a takeover of the claim of"
-            )
-        return rotate_claim(
-            _store,
-            workflow_id,
-            clock=clock or fleet_clock(),
-            kind="forced_takeover",
-            expected_epoch=expected_epoch,
-            new_holder_engine_id=target_engine_id,
-            ttl_ms=claim_timing().ttl_ms,
-            actor=actor,
-            reason=reason,
-        )
+) -> Workflow:
+    """Resume a suspended workflow: running again and ownerless at the next epoch, so the
+    next reclaim pass grants it to an engine, which replays it from its checkpoints.
+    The same compare-and-swap as suspend; InvalidTransitionError unless suspended."""
+    return _transition(
+        workflow_id,
+        status=WorkflowStatus.RUNNING,
+        action="resume",
+        allowed_from=_SUSPENDED,
+        actor=actor,
+        reason=reason,
+        clock=clock,
+        expected_epoch=expected_epoch,
+    )

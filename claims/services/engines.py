@@ -1,4 +1,6 @@
-"""Writes about engines: registration, heartbeats, counters, and declaring the silent dead."""
+"""Writes about engines: registration, heartbeats, counters, declaring the silent dead,
+and the fleet snapshot the overview reads. The engines' own writes: no read-only switch
+or operator reason applies (read-only stops the dashboard, never the fleet)."""
 
 from __future__ import annotations
 
@@ -9,8 +11,9 @@ from typing import Any
 
 from django.db import connection, transaction
 
-from claims.models import ClaimCounter, Engine, EngineStatus, FleetSnapshot, PendingRedrive
+from claims.models import Engine, EngineStatus, FleetSnapshot, PendingRedrive
 from claims.protocol.timing import ClaimTiming
+from claims.store.sql.counters import counter_statements
 
 ENGINE_VERSION = "0.1.0"
 # An engine silent this many TTLs is dead: its claims have long been reclaimable.
@@ -86,20 +89,7 @@ def counters_record(*, engine_id: str, totals: Mapping[str, int]) -> None:
     rows = [(engine_id, name, int(value)) for name, value in totals.items() if value > 0]
     if not rows:
         return
-    table = connection.ops.quote_name(ClaimCounter._meta.db_table)
-    column = {
-        field.name: connection.ops.quote_name(field.column)
-        for field in ClaimCounter._meta.concrete_fields
-    }
-    # PostgreSQL's GREATEST and SQLite's two-argument MAX are the same function.
-    larger = "GREATEST" if connection.vendor == "postgresql" else "MAX"
-    values = ", ".join(["(%s, %s, %s)"] * len(rows))
-    sql = (
-        f"INSERT INTO {table} ({column['engine_id']}, {column['name']}, {column['value']}) "
-        f"VALUES {values} ON CONFLICT ({column['engine_id']}, {column['name']}) "
-        f"DO UPDATE SET {column['value']} = "
-        f"{larger}({table}.{column['value']}, excluded.{column['value']})"
-    )
+    sql = counter_statements().record.for_rows(len(rows))
     with connection.cursor() as cursor:
         cursor.execute(sql, [value for row in rows for value in row])
 

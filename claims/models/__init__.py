@@ -1,0 +1,66 @@
+"""The claim control plane's tables (docs/design.md §2), one module per entity. Times are
+integer milliseconds (``*_ms``).
+
+Every model and enum is re-exported here: Django finds the app's models in
+``claims.models``, and the code imports them from it.
+"""
+
+from .backfills import ACTIVE_BACKFILL_STATUSES, BackfillJob, BackfillStatus
+from .claims import (
+    ClaimEvent,
+    ClaimEventKind,
+    ClaimRowsAreKeptError,
+    OwnershipMode,
+    OwnershipModeMarker,
+    WorkflowClaim,
+    WorkflowClaimQuerySet,
+)
+from .engines import (
+    ClaimCounter,
+    CounterName,
+    Engine,
+    EngineStatus,
+    FleetSnapshot,
+    PendingRedrive,
+    ReclaimCursor,
+)
+from .ids import ENGINE_ID_MAX_LENGTH, WORKFLOW_ID_MAX_LENGTH
+from .tokens import ApiToken, ApiTokenScope
+from .workflows import (
+    TERMINAL_STATUSES,
+    StepLedger,
+    VisibilityWatermark,
+    Workflow,
+    WorkflowStatus,
+    WorkflowVisibility,
+)
+
+__all__ = [
+    "ACTIVE_BACKFILL_STATUSES",
+    "ENGINE_ID_MAX_LENGTH",
+    "TERMINAL_STATUSES",
+    "WORKFLOW_ID_MAX_LENGTH",
+    "ApiToken",
+    "ApiTokenScope",
+    "BackfillJob",
+    "BackfillStatus",
+    "ClaimCounter",
+    "ClaimEvent",
+    "ClaimEventKind",
+    "ClaimRowsAreKeptError",
+    "CounterName",
+    "Engine",
+    "EngineStatus",
+    "FleetSnapshot",
+    "OwnershipMode",
+    "OwnershipModeMarker",
+    "PendingRedrive",
+    "ReclaimCursor",
+    "StepLedger",
+    "VisibilityWatermark",
+    "Workflow",
+    "WorkflowClaim",
+    "WorkflowClaimQuerySet",
+    "WorkflowStatus",
+    "WorkflowVisibility",
+]

@@ -1,0 +1,111 @@
+"""Claims: the per-workflow ownership row with its fencing epoch, its event log, and the
+fleet's ownership mode."""
+
+from __future__ import annotations
+
+from typing import Any, NoReturn
+
+from django.db import models
+from django.db.models import Q
+
+from .ids import ENGINE_ID_MAX_LENGTH, WORKFLOW_ID_MAX_LENGTH
+
+
+class ClaimRowsAreKeptError(RuntimeError):
+    """A claim row carries the fencing epoch for the id's whole life; deleting it would
+    let a reused id mint an epoch that a stale engine still holds."""
+
+
+class WorkflowClaimQuerySet(models.QuerySet["WorkflowClaim"]):
+    def delete(self) -> NoReturn:
+        raise ClaimRowsAreKeptError("workflow claim rows are never deleted")
+
+
+class WorkflowClaim(models.Model):
+    """One row per workflow id ever claimed. "No holder" means all four holder columns null."""
+
+    workflow_id = models.CharField(primary_key=True, max_length=WORKFLOW_ID_MAX_LENGTH)
+    epoch = models.BigIntegerField()
+    holder_engine_id = models.CharField(max_length=ENGINE_ID_MAX_LENGTH, null=True, blank=True)
+    holder_epoch = models.BigIntegerField(null=True, blank=True)
+    holder_expires_at_ms = models.BigIntegerField(null=True, blank=True)
+    holder_claimed_at_ms = models.BigIntegerField(null=True, blank=True)
+
+    objects = WorkflowClaimQuerySet.as_manager()
+
+    class Meta:
+        constraints = [
+            models.CheckConstraint(condition=Q(epoch__gte=1), name="workflow_claim_epoch_positive"),
+        ]
+        indexes = [
+            # Migration 0006 adds a partial index over held rows (its condition names every
+            # holder column, so renewals are no longer HOT updates): the reclaim pass then
+            # reads only the held rows, not the whole table. Measured on 1,000,000 claims,
+            # renew passes took the same time with and without it.
+            models.Index(fields=["holder_engine_id"], name="workflow_claim_holder_idx"),
+        ]
+        permissions = [
+            ("force_claim", "Can force the release or takeover of a workflow claim"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.workflow_id} @ epoch {self.epoch}"
+
+    def delete(self, *args: Any, **kwargs: Any) -> NoReturn:
+        raise ClaimRowsAreKeptError("workflow claim rows are never deleted")
+
+
+class OwnershipMode(models.TextChoices):
+    LEASE = "lease"
+    WORKFLOW_LEASE = "workflow-lease"
+
+
+class OwnershipModeMarker(models.Model):
+    """Written once by the first engine; every later engine must run the same mode."""
+
+    id = models.PositiveSmallIntegerField(primary_key=True, default=1, editable=False)
+    # No choices: an unknown stored value must be read back and refused, not coerced.
+    mode = models.CharField(max_length=32)
+    established_at_ms = models.BigIntegerField(null=True)
+
+    class Meta:
+        constraints = [
+            models.CheckConstraint(condition=Q(id=1), name="ownership_mode_marker_singleton"),
+        ]
+
+    def __str__(self) -> str:
+        return self.mode
+
+
+class ClaimEventKind(models.TextChoices):
+    ACQUIRED = "acquired"
+    TAKEOVER = "takeover"
+    RELEASED = "released"
+    DEPOSED = "deposed"
+    ROTATED = "rotated"
+    FORCED_RELEASE = "forced_release"
+    FORCED_TAKEOVER = "forced_takeover"
+    ADOPTED = "adopted"
+
+
+class ClaimEvent(models.Model):
+    """A claim transition or operator action. Renewals are not logged one by one."""
+
+    # Not a foreign key: events outlive a deleted workflow row, as its claim row does.
+    workflow_id = models.CharField(max_length=WORKFLOW_ID_MAX_LENGTH)
+    kind = models.CharField(max_length=16, choices=ClaimEventKind.choices)
+    epoch_before = models.BigIntegerField(null=True, blank=True)
+    epoch_after = models.BigIntegerField(null=True, blank=True)
+    engine_id = models.CharField(max_length=ENGINE_ID_MAX_LENGTH, null=True, blank=True)
+    actor = models.CharField(max_length=150, null=True, blank=True)
+    reason = models.TextField(blank=True)
+    at_ms = models.BigIntegerField()
+
+    class Meta:
+        indexes = [
+            models.Index(fields=["workflow_id", "id"], name="claim_event_workflow_idx"),
+            models.Index(fields=["at_ms"], name="claim_event_at_idx"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.workflow_id} {self.kind} {self.epoch_before}->{self.epoch_after}"

@@ -1,0 +1,108 @@
+"""Workflows: the authoritative record, its listing index, and the demo ledger's rows."""
+
+from __future__ import annotations
+
+from django.db import models
+from django.db.models import Q
+
+from .ids import ENGINE_ID_MAX_LENGTH, WORKFLOW_ID_MAX_LENGTH
+
+
+class WorkflowStatus(models.TextChoices):
+    PENDING = "pending"
+    RUNNING = "running"
+    SUSPENDED = "suspended"
+    COMPLETED = "completed"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+    TIMED_OUT = "timed_out"
+
+
+TERMINAL_STATUSES = frozenset(
+    {
+        WorkflowStatus.COMPLETED,
+        WorkflowStatus.FAILED,
+        WorkflowStatus.CANCELLED,
+        WorkflowStatus.TIMED_OUT,
+    }
+)
+
+
+class Workflow(models.Model):
+    """The authoritative record of one workflow run."""
+
+    workflow_id = models.CharField(primary_key=True, max_length=WORKFLOW_ID_MAX_LENGTH)
+    workflow_type = models.CharField(max_length=100)
+    status = models.CharField(max_length=16, choices=WorkflowStatus.choices)
+    state = models.JSONField(default=dict, blank=True)
+    created_at_ms = models.BigIntegerField()
+    updated_at_ms = models.BigIntegerField()
+
+    class Meta:
+        permissions = [
+            ("cancel_workflow", "Can cancel a running workflow"),
+            ("suspend_workflow", "Can suspend and resume a workflow"),
+        ]
+        indexes = [
+            # The reclaim scans and the dashboard only ever look for running workflows.
+            models.Index(
+                fields=["workflow_id"],
+                condition=Q(status="running"),
+                name="workflow_running_idx",
+            ),
+            models.Index(fields=["status", "workflow_type"], name="workflow_status_type_idx"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.workflow_id} ({self.workflow_type}, {self.status})"
+
+
+class WorkflowVisibility(models.Model):
+    """Listing index over workflows; maintained with every write, rebuilt by a backfill."""
+
+    workflow_id = models.CharField(unique=True, max_length=WORKFLOW_ID_MAX_LENGTH)
+    status = models.CharField(max_length=16, choices=WorkflowStatus.choices)
+    workflow_type = models.CharField(max_length=100)
+    updated_at_ms = models.BigIntegerField()
+
+    class Meta:
+        verbose_name_plural = "workflow visibility"
+        indexes = [
+            models.Index(fields=["status", "workflow_id"], name="visibility_status_idx"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.workflow_id} ({self.status})"
+
+
+class VisibilityWatermark(models.Model):
+    """Written by a backfill that finished clean: the index may then be trusted."""
+
+    id = models.PositiveSmallIntegerField(primary_key=True, default=1, editable=False)
+    version = models.PositiveIntegerField()
+    built_at_ms = models.BigIntegerField()
+
+    class Meta:
+        constraints = [
+            models.CheckConstraint(condition=Q(id=1), name="visibility_watermark_singleton"),
+        ]
+
+    def __str__(self) -> str:
+        return f"visibility index v{self.version}"
+
+
+class StepLedger(models.Model):
+    """One row per execution of a demo "ledger" step, committed before its checkpoint.
+
+    A step whose checkpoint failed still leaves its row, so the ledger counts every
+    run of a side effect: tests prove with it that a checkpointed step never reruns.
+    """
+
+    workflow_id = models.CharField(max_length=WORKFLOW_ID_MAX_LENGTH, db_index=True)
+    step = models.CharField(max_length=100)
+    epoch = models.BigIntegerField()
+    engine_id = models.CharField(max_length=ENGINE_ID_MAX_LENGTH)
+    at_ms = models.BigIntegerField()
+
+    def __str__(self) -> str:
+        return f"{self.workflow_id} {self.step} @ epoch {self.epoch} on {self.engine_id}"

@@ -1,0 +1,95 @@
+"""Finding the workflows a reclaim pass should attempt (docs/design.md §4).
+
+A candidate comes from one of three sources: expired or invalid holders,
+running workflows the visibility index shows without a holder, and a bounded
+cursor-rotated page of the authoritative workflow table (for workflows the
+index has never seen). Grants in doubt, rows naming this engine that it does not
+hold (every audit interval) and pending re-drives join them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from .registry import ClaimRegistry
+from .store import ClaimStore
+
+CURSOR_NAME = "default"
+
+
+@dataclass
+class Discovery:
+    """How many candidates each source found in the last pass (for the dashboard)."""
+
+    stale_holders: int = 0
+    unheld_indexed: int = 0
+    authoritative_scan: int = 0
+    pending_redrives: int = 0
+    mine_unheld: int = 0  # rows naming this engine that it did not hold, or grants in doubt
+    scanned: int = 0
+    wrapped: bool = False
+    candidates: list[str] = field(default_factory=list)
+
+
+class CandidateFinder:
+    """One engine's discovery: the sources above, each id once, none it holds already
+    (except a pending re-drive, which is its own)."""
+
+    def __init__(
+        self,
+        registry: ClaimRegistry,
+        store: ClaimStore,
+        *,
+        scan_limit: int,
+        audit_interval_ms: int,
+    ) -> None:
+        self.registry = registry
+        self.store = store
+        self._scan_limit = scan_limit
+        # How often discovery also asks which rows name this engine: one it does not hold
+        # (an adopt order that never arrived) is adopted long before it would expire.
+        self._audit_interval_ms = audit_interval_ms
+        self._next_audit_ms: int | None = None
+
+    def find(self, pending_redrives: Callable[[], dict[str, int]]) -> Discovery:
+        registry, store = self.registry, self.store
+        held = set(registry.held_workflow_ids())
+        now = registry.clock()
+        # The same rule takeover applies, so a pass costs O(stale), not O(all claims).
+        stale = store.list_stale_holders(expired_before_ms=now - registry.timing.grace_ms)
+        unheld = store.list_unheld_running_indexed()
+        page = store.scan_unheld_running(
+            cursor_name=CURSOR_NAME,
+            limit=self._scan_limit,
+            scanned_by=registry.engine_id,
+            now_ms=now,
+        )
+        # Grants whose answer was lost, and rows naming me that I do not hold: each is
+        # settled by an attempt (a read), and driven if it is mine.
+        unknown = [wf for wf in registry.doubted_workflow_ids() if wf not in held]
+        unknown += [wf for wf in self._audit(now) if wf not in held]
+        candidates: dict[str, None] = {}
+        for workflow_id in [*stale, *unheld, *page.candidates, *unknown]:
+            if workflow_id not in held:
+                candidates.setdefault(workflow_id)
+        pending = pending_redrives()
+        for workflow_id in pending:
+            candidates.setdefault(workflow_id)
+        return Discovery(
+            stale_holders=len(stale),
+            unheld_indexed=len(unheld),
+            authoritative_scan=len(page.candidates),
+            pending_redrives=len(pending),
+            mine_unheld=len(unknown),
+            scanned=page.scanned,
+            wrapped=page.wrapped,
+            candidates=list(candidates),
+        )
+
+    def _audit(self, now_ms: int) -> list[str]:
+        """Every audit interval: the ids whose row names this engine."""
+        if self._next_audit_ms is not None and now_ms < self._next_audit_ms:
+            return []
+        self._next_audit_ms = now_ms + self._audit_interval_ms
+        return self.store.list_held_by(engine_id=self.registry.engine_id)

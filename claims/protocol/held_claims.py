@@ -1,0 +1,204 @@
+"""The claims one engine holds: its cache, its deadlines and its statements in doubt.
+
+The registry caches, per held workflow, the exact holder values it last wrote;
+every CAS compares all of them, so any foreign write (takeover, rotation,
+operator action) makes this engine's next renew or release fail cleanly.
+This is the state every registry call shares (docs/design.md §3), and the one way
+each takes what a read shows of a statement in doubt.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+
+from .decisions import new_holder
+from .doubts import Doubt, Doubts, Verdict
+from .flight import Flight
+from .metrics import ClaimMetrics
+from .offset_clock import Clock
+from .records import ClaimEventRecord, ClaimResult, ClaimRow, EventKind, GrantPlan, Holder
+from .store import ClaimStore
+from .timing import ClaimTiming
+
+
+class HeldClaims:
+    def __init__(
+        self,
+        store: ClaimStore,
+        *,
+        engine_id: str,
+        clock: Clock,
+        timing: ClaimTiming,
+        metrics: ClaimMetrics | None = None,
+        on_claim_lost: Callable[[str], object] | None = None,
+        monotonic: Clock | None = None,
+    ) -> None:
+        if not engine_id:
+            raise ValueError("engine_id must be a non-empty string")
+        self.store = store
+        self.engine_id = engine_id
+        self.clock = clock
+        # Deadlines are this process's own: measured on a clock no calibration moves.
+        self._monotonic = monotonic if monotonic is not None else clock
+        self.timing = timing
+        self.metrics = metrics
+        self._on_claim_lost = on_claim_lost
+        self._lock = threading.Lock()
+        self._held: dict[str, Holder] = {}  # insertion order is grant order
+        self._cooldown_from_ms: dict[str, int] = {}
+        self._renewals: dict[str, Flight] = {}
+        self._releasing: set[str] = set()
+        # Per held claim: the monotonic reading before the statement that last granted
+        # or renewed it, plus the TTL. Past it the claim may have lapsed unseen.
+        self._deadline_ms: dict[str, int] = {}
+        self._doubts = Doubts()
+
+    # -- local reads ---------------------------------------------------------
+
+    def current_epoch(self, workflow_id: str) -> int | None:
+        with self._lock:
+            held = self._held.get(workflow_id)
+        return None if held is None else held.epoch
+
+    def held_workflow_ids(self) -> list[str]:
+        with self._lock:
+            return list(self._held)
+
+    def held_claim(self, workflow_id: str) -> Holder | None:
+        with self._lock:
+            return self._held.get(workflow_id)
+
+    def doubted_workflow_ids(self) -> list[str]:
+        """Ids with a claim statement whose outcome is not known yet (it raised). A doubt
+        older than a few TTLs is dropped: whatever it wrote has lapsed by then."""
+        return self._doubts.ids(sent_after_ms=self._monotonic() - 3 * self.timing.ttl_ms)
+
+    def within_deadline(self, workflow_id: str) -> bool:
+        """True while my last successful grant or renewal cannot yet have lapsed.
+
+        Measured from before that statement was sent, so a stalled engine stops
+        starting side effects before anyone could have taken the claim over.
+        """
+        with self._lock:
+            deadline = self._deadline_ms.get(workflow_id)
+        return deadline is not None and self._monotonic() < deadline
+
+    def in_cooldown(self, workflow_id: str, now_ms: int) -> bool:
+        with self._lock:
+            lost_at = self._cooldown_from_ms.get(workflow_id)
+        return lost_at is not None and lost_at <= now_ms < lost_at + self.timing.renew_interval_ms
+
+    # -- the cache -------------------------------------------------------------
+
+    def _new_holder(self, epoch: int, now_ms: int) -> Holder:
+        return new_holder(self.engine_id, epoch, now_ms, self.timing)
+
+    def _event(
+        self,
+        workflow_id: str,
+        kind: EventKind,
+        epoch_before: int | None,
+        epoch_after: int | None,
+        at_ms: int,
+    ) -> ClaimEventRecord:
+        return ClaimEventRecord(workflow_id, kind, epoch_before, epoch_after, self.engine_id, at_ms)
+
+    def _granted(self, workflow_id: str, holder: Holder, *, sent_monotonic_ms: int) -> ClaimResult:
+        with self._lock:
+            self._held.pop(workflow_id, None)  # a re-grant moves to the end of grant order
+            self._held[workflow_id] = holder
+            self._deadline_ms[workflow_id] = sent_monotonic_ms + self.timing.ttl_ms
+            self._cooldown_from_ms.pop(workflow_id, None)
+        self._doubts.clear(workflow_id)
+        return ClaimResult(
+            "acquired", workflow_id, epoch=holder.epoch, expires_at_ms=holder.expires_at_ms
+        )
+
+    def _granted_earlier(self, workflow_id: str) -> ClaimResult:
+        """The result of a grant whose answer was lost, found committed by a later read
+        (``_settle`` has cached it)."""
+        holder = self.held_claim(workflow_id)
+        assert holder is not None
+        self._doubts.clear(workflow_id)
+        return ClaimResult(
+            "acquired", workflow_id, epoch=holder.epoch, expires_at_ms=holder.expires_at_ms
+        )
+
+    def _forget(self, workflow_id: str) -> None:
+        """Drop a cache entry; caller holds the lock."""
+        del self._held[workflow_id]
+        self._deadline_ms.pop(workflow_id, None)
+
+    def _forget_released(self, workflow_id: str, held: Holder) -> None:
+        """After a release statement answered: drop the entry unless a newer grant replaced
+        it meanwhile; the statement's outcome is known, so nothing about it is in doubt."""
+        with self._lock:
+            if self._held.get(workflow_id) is held:
+                self._forget(workflow_id)
+        self._doubts.clear(workflow_id)
+
+    def _lost_race(self, workflow_id: str) -> ClaimResult:
+        row: ClaimRow | None = self.store.read_claim(workflow_id)
+        if self._settle(workflow_id, row) == "written":
+            return self._granted_earlier(workflow_id)  # an earlier try landed meanwhile
+        held_by = None if row is None else row.valid_holder_engine()
+        return ClaimResult("lost-race", workflow_id, held_by=held_by)
+
+    # -- outcomes in doubt -------------------------------------------------------
+
+    @contextmanager
+    def _in_doubt_on_error(
+        self, workflow_id: str, epoch: int, intended: Holder | None, sent_monotonic_ms: int
+    ) -> Iterator[None]:
+        """A statement that raises may have committed: remember what it meant to write."""
+        try:
+            yield
+        except Exception:
+            self._doubts.add(workflow_id, Doubt(epoch, intended, sent_monotonic_ms))
+            raise
+
+    def _grant_planned(
+        self,
+        grant: Callable[[Sequence[GrantPlan]], set[str]],
+        plans: list[GrantPlan],
+        sent_monotonic_ms: int,
+    ) -> set[str]:
+        if not plans:
+            return set()
+        try:
+            return grant(plans)
+        except Exception:
+            for plan in plans:
+                epoch = plan.holder.epoch or 0
+                self._doubts.add(plan.workflow_id, Doubt(epoch, plan.holder, sent_monotonic_ms))
+            raise
+
+    def _settle_by_reading(self, workflow_id: str) -> Verdict | None:
+        """``_settle`` with the row read now, only if something about it is in doubt."""
+        if not self._doubts.has(workflow_id):
+            return None
+        return self._settle(workflow_id, self.store.read_claim(workflow_id))
+
+    def _settle(self, workflow_id: str, row: ClaimRow | None) -> Verdict | None:
+        """Take what ``row`` shows of this id's statements in doubt: a grant or renewal
+        that landed becomes the cached claim, a release that landed drops it. None when
+        nothing about this id is in doubt."""
+        if not self._doubts.has(workflow_id):
+            return None
+        verdict, doubt = self._doubts.judge(workflow_id, row)
+        with self._lock:
+            if verdict == "written":
+                assert doubt is not None
+                assert doubt.holder is not None
+                self._held[workflow_id] = doubt.holder  # in place if cached, else appended
+                self._deadline_ms[workflow_id] = doubt.sent_monotonic_ms + self.timing.ttl_ms
+                self._cooldown_from_ms.pop(workflow_id, None)
+            elif verdict == "released" and workflow_id in self._held:
+                self._forget(workflow_id)
+        if verdict == "released" or (
+            row is not None and all(row.epoch > d for d in self._doubts.epochs(workflow_id))
+        ):
+            self._doubts.clear(workflow_id)  # settled for good: nothing of it can land later
+        return verdict

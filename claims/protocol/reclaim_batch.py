@@ -1,0 +1,158 @@
+"""The set-based half of reclaim: many candidates in a few statements (docs/design.md §4).
+
+A reclaim pass tries its candidates here first; whatever this leaves (held by me,
+pending re-drives, lost races, live rows naming me) goes to ``ReclaimTarget.attempt``
+one by one. What to do with the registry's answer to a takeover is the same pure
+judgement on both paths (``decisions.after_takeover``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Literal
+
+from .decisions import after_takeover
+from .metrics import ClaimMetrics
+from .redrives import PendingRedrives
+from .registry import ClaimRegistry
+from .store import ClaimStore
+
+AttemptStatus = Literal["reclaimed", "not-eligible", "backoff-skipped", "lost-race"]
+Settled = dict[str, AttemptStatus | Exception]
+
+
+class SetBasedReclaim:
+    """``attempt_batch``, and the drive both paths end in; ``ReclaimTarget`` sets the state."""
+
+    registry: ClaimRegistry
+    store: ClaimStore
+    metrics: ClaimMetrics | None
+    _on_reclaimed: Callable[[str], object] | None
+    _is_type_registered: Callable[[str], bool] | None
+    _redrives: PendingRedrives
+    _disposing: bool
+
+    @property
+    def pending_redrives(self) -> dict[str, int]:
+        return self._redrives.snapshot()
+
+    def attempt_batch(self, workflow_ids: list[str]) -> Settled:
+        """Take over expired and invalid holders, and acquire running workflows nobody
+        holds, set-based, as ``attempt`` would one by one.
+
+        Returns the ids it settled; the rest (held by me, pending re-drives, lost
+        races, live rows naming me) are left for ``attempt``, which retries.
+        A drive that raised is returned as its exception, its re-drive recorded.
+        """
+        if self._disposing:
+            return {}
+        pending = self.pending_redrives
+        held = set(self.registry.held_workflow_ids())
+        ids = [wf for wf in workflow_ids if wf not in held and wf not in pending]
+        settled: Settled = {}
+        if not ids:
+            return settled
+        if self._is_type_registered is not None:
+            ids = self._batch_registered(ids, settled)
+        if self._disposing or not ids:
+            return settled
+        granted: dict[str, int] = {}
+        no_claim = self._batch_takeover(ids, granted, settled)
+        if no_claim and not self._disposing:
+            self._batch_acquire(no_claim, granted, settled)
+        if granted:
+            self._batch_drive(granted, settled)
+        return settled
+
+    def _batch_registered(self, ids: list[str], settled: Settled) -> list[str]:
+        """The ids of a type this engine can run; the others are settled not eligible."""
+        assert self._is_type_registered is not None
+        infos = self.store.read_workflows(ids)
+        for wf in ids:
+            info = infos.get(wf)
+            if info is None or not self._is_type_registered(info.workflow_type):
+                settled[wf] = "not-eligible"
+        return [wf for wf in ids if wf not in settled]
+
+    def _batch_takeover(
+        self, ids: list[str], granted: dict[str, int], settled: Settled
+    ) -> list[str]:
+        """One set-based takeover; returns the ids nobody holds. A live row naming me is
+        left to ``attempt``, which takes it back at its epoch: these ids were not held
+        here when the batch began."""
+        no_claim: list[str] = []
+        for wf, result in self.registry.takeover_many(ids).items():
+            step = after_takeover(result, engine_id=self.registry.engine_id, held_here=False)
+            if step == "drive":
+                self._record("takeover")
+                assert result.epoch is not None
+                granted[wf] = result.epoch
+            elif step == "backoff-skipped":
+                self._record("backoff_skipped")
+                settled[wf] = "backoff-skipped"
+            elif step == "not-eligible":
+                settled[wf] = "not-eligible"
+            elif step == "retry":
+                self._record("lost_race")
+            elif step == "acquire":
+                no_claim.append(wf)
+        return no_claim
+
+    def _batch_acquire(
+        self, no_claim: list[str], granted: dict[str, int], settled: Settled
+    ) -> None:
+        """Nobody holds these: running ones are acquired, the others are not ours to take."""
+        infos = self.store.read_workflows(no_claim)
+        running = [wf for wf in no_claim if getattr(infos.get(wf), "status", None) == "running"]
+        for wf in no_claim:
+            if wf not in running:
+                settled[wf] = "not-eligible"
+        if not running or self._disposing:
+            return
+        for wf, result in self.registry.acquire_many(running).items():
+            if result.status == "acquired":
+                self._record("acquired")
+                assert result.epoch is not None
+                granted[wf] = result.epoch
+            else:
+                self._record("lost_race")
+
+    def _batch_drive(self, granted: dict[str, int], settled: Settled) -> None:
+        """Confirm, with one fresh read, that each is still running before driving it."""
+        try:
+            confirmed = {} if self._disposing else self.store.read_workflows(list(granted))
+        except Exception as exc:
+            for wf, epoch in granted.items():
+                self._redrives.keep(wf, epoch, exc)
+                settled[wf] = exc
+            return
+        for wf, epoch in granted.items():
+            info = confirmed.get(wf)
+            try:
+                if self._disposing or info is None or info.status != "running":
+                    if self.registry.current_epoch(wf) == epoch:
+                        self.registry.release(wf, expected_epoch=epoch)
+                    settled[wf] = "not-eligible"
+                    continue
+                settled[wf] = self._drive(wf, epoch)
+            except Exception as exc:
+                self._redrives.keep(wf, epoch, exc)
+                settled[wf] = exc
+
+    # -- shared by both paths -------------------------------------------------------
+
+    def _drive(self, workflow_id: str, epoch: int) -> AttemptStatus:
+        if self._on_reclaimed is not None:
+            try:
+                self._on_reclaimed(workflow_id)
+            except Exception as exc:
+                # User code may already have started: keep the claim and its fence,
+                # and drive again next pass rather than let another engine in.
+                self._redrives.keep(workflow_id, epoch, exc, drive_failed=True)
+                raise
+        self._redrives.forget(workflow_id)
+        return "reclaimed"
+
+    def _record(self, outcome: str) -> None:
+        if self.metrics is not None:
+            self.metrics.record_attempt(outcome)

@@ -1,0 +1,197 @@
+"""The operator's forced actions on a claim: release, and takeover with its adopt message.
+
+Both are compare-and-swaps on the epoch the operator saw (docs/design.md §7, "Actions"),
+and both obey claims.services.rules: nothing while read-only, and a reason.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+from django.db import transaction
+
+from claims.conf import claim_timing
+from claims.fleet_clock import fleet_clock
+from claims.models import TERMINAL_STATUSES, Engine, EngineStatus, Workflow, WorkflowStatus
+from claims.protocol import Clock, rotate_claim
+from claims.protocol.errors import ClaimConfigError, InvalidTransitionError
+from claims.protocol.ids import check_workflow_id
+from claims.store import OrmClaimStore
+
+from .rules import operator_reason, refuse_if_read_only
+
+logger = logging.getLogger("weftboard.claims")
+
+_store = OrmClaimStore()
+
+
+@dataclass(frozen=True)
+class ForcedTakeover:
+    """What a forced takeover did: the epoch granted, and the queue the adopt message goes
+    to once committed (None: the engine has no queue, so it cannot be told; the claim then
+    expires unrenewed and the next reclaim pass takes the workflow over)."""
+
+    epoch: int
+    adopt_queue: str | None
+
+
+def claim_force_release(
+    workflow_id: str,
+    *,
+    expected_epoch: int,
+    actor: str | None,
+    reason: str,
+    clock: Clock | None = None,
+) -> int:
+    """Move the claim to epoch + 1 with no holder; the old holder is deposed on its next write.
+
+    Raises StaleEpochError when the claim is no longer at ``expected_epoch``.
+    """
+    refuse_if_read_only()
+    workflow_id = check_workflow_id(workflow_id)
+    reason = operator_reason(reason)
+    with transaction.atomic():
+        row = _store.read_claim(workflow_id)
+        # Ownerless at the epoch the operator saw: nothing to release, and a rotation
+        # would only grow the epoch and the audit log. (Any grant since would have moved
+        # the epoch, so the compare-and-swap below still catches a claim taken meanwhile.)
+        if row is not None and row.epoch == expected_epoch and row.holder is None:
+            raise InvalidTransitionError(workflow_id, "ownerless", "force-release the claim of")
+        return rotate_claim(
+            _store,
+            workflow_id,
+            clock=clock or fleet_clock(),
+            kind="forced_release",
+            expected_epoch=expected_epoch,
+            actor=actor,
+            reason=reason,
+        )
+
+
+def claim_force_takeover(
+    workflow_id: str,
+    *,
+    expected_epoch: int,
+    target_engine_id: str,
+    actor: str | None,
+    reason: str,
+    clock: Clock | None = None,
+) -> int:
+    """Grant epoch + 1 to a live engine, telling nobody; returns the new epoch.
+
+    The pages and the API use claim_force_takeover_and_notify, which also tells the engine.
+    Raises StaleEpochError when the claim is no longer at ``expected_epoch``.
+    """
+    granted = _grant_takeover(
+        workflow_id,
+        expected_epoch=expected_epoch,
+        target_engine_id=target_engine_id,
+        actor=actor,
+        reason=reason,
+        clock=clock,
+    )
+    return granted.epoch
+
+
+def claim_force_takeover_and_notify(
+    workflow_id: str,
+    *,
+    expected_epoch: int,
+    target_engine_id: str,
+    actor: str | None,
+    reason: str,
+    clock: Clock | None = None,
+) -> ForcedTakeover:
+    """Grant epoch + 1 to a live engine, then send `claims.adopt` to that engine's own queue.
+
+    The message leaves only after the grant commits, so the engine never reads a claim
+    that is not there yet. Raises StaleEpochError, ClaimConfigError for an engine that is
+    not live, InvalidWorkflowIdError, InvalidTransitionError for a finished workflow.
+    """
+    with transaction.atomic():
+        granted = _grant_takeover(
+            workflow_id,
+            expected_epoch=expected_epoch,
+            target_engine_id=target_engine_id,
+            actor=actor,
+            reason=reason,
+            clock=clock,
+        )
+        queue = granted.adopt_queue
+        if queue is not None:
+            transaction.on_commit(lambda: _send_adopt(workflow_id, granted.epoch, queue))
+        else:
+            # An engine without a queue (seeded demo rows) cannot be told; the claim
+            # then expires unrenewed and the next reclaim pass takes it over.
+            logger.warning(
+                "engine %s has no queue to send adopt to; workflow %s waits for reclaim",
+                target_engine_id,
+                workflow_id,
+            )
+    return granted
+
+
+def _live_engine_queue(engine_id: str) -> str | None:
+    """The queue of an active engine (None when it has none); ClaimConfigError otherwise."""
+    queues = Engine.objects.filter(engine_id=engine_id, status=EngineStatus.ACTIVE)
+    found = list(queues.values_list("queue", flat=True)[:1])
+    if not found:
+        raise ClaimConfigError(f"engine {engine_id!r} is not a live engine")
+    return found[0] or None
+
+
+def _grant_takeover(
+    workflow_id: str,
+    *,
+    expected_epoch: int,
+    target_engine_id: str,
+    actor: str | None,
+    reason: str,
+    clock: Clock | None,
+) -> ForcedTakeover:
+    refuse_if_read_only()
+    workflow_id = check_workflow_id(workflow_id)
+    reason = operator_reason(reason)
+    queue = _live_engine_queue(target_engine_id)
+    with transaction.atomic():
+        # A finished, suspended or deleted workflow needs no engine (none drives it);
+        # granting it one grows the epoch and the audit log for nothing (the page
+        # refuses it too).
+        status = Workflow.objects.filter(workflow_id=workflow_id).values_list("status", flat=True)
+        current = status.first()
+        if current is None or current in TERMINAL_STATUSES or current == WorkflowStatus.SUSPENDED:
+            raise InvalidTransitionError(
+                workflow_id, current or "deleted", "force a takeover of the claim of"
+            )
+        epoch = rotate_claim(
+            _store,
+            workflow_id,
+            clock=clock or fleet_clock(),
+            kind="forced_takeover",
+            expected_epoch=expected_epoch,
+            new_holder_engine_id=target_engine_id,
+            ttl_ms=claim_timing().ttl_ms,
+            actor=actor,
+            reason=reason,
+        )
+    return ForcedTakeover(epoch=epoch, adopt_queue=queue)
+
+
+def _send_adopt(workflow_id: str, epoch: int, queue: str) -> None:
+    """Tell the new holder, once; a broker that is down must not turn a committed takeover
+    into an error for the operator (nor hold the request up retrying). Untold, the engine
+    never renews the claim, so it expires and the next reclaim pass takes the workflow."""
+    from claims.tasks import adopt
+
+    try:
+        adopt.apply_async(args=(workflow_id, epoch), queue=queue, retry=False)
+    except Exception as error:
+        logger.warning(
+            "forced takeover of workflow %s at epoch %s committed, but the adopt message to %s"
+            " could not be sent (%s); the claim expires unrenewed and reclaim takes it over",
+            workflow_id,
+            epoch,
+            queue,
+            error,
+        )

@@ -1,0 +1,146 @@
+"""The claim rows many at a time: set-based reads, grants and renewals, and the holder
+queries of the reclaim pass; each a statement or two for any number of rows."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+
+from django.db import connection, transaction
+from django.db.models import F, Q
+
+from claims.models import ClaimEvent, WorkflowClaim
+from claims.protocol.constants import MAX_SAFE_INTEGER
+from claims.protocol.records import ClaimRow, GrantPlan, Holder
+
+from .rows import HOLDER_COLUMNS, claim_row_from_values, event_row
+from .sql.claim_rows import claim_statements
+
+CHUNK = 5_000
+
+# The predicate of the partial index workflow_claim_held_idx, term for term: PostgreSQL
+# and SQLite use a partial index only for a query that repeats its predicate, and
+# through it the reclaim queries read the held rows instead of every claim row.
+HOLDER_PRESENT = (
+    Q(holder_engine_id__isnull=False)
+    | Q(holder_epoch__isnull=False)
+    | Q(holder_expires_at_ms__isnull=False)
+    | Q(holder_claimed_at_ms__isnull=False)
+)
+
+# The same validity rule as ClaimRow.holder_is_valid, as SQL.
+HOLDER_INVALID = (
+    Q(holder_engine_id__isnull=True)
+    | Q(holder_engine_id="")
+    | Q(holder_epoch__isnull=True)
+    | ~Q(holder_epoch=F("epoch"))
+    | Q(holder_expires_at_ms__isnull=True)
+    | Q(holder_claimed_at_ms__isnull=True)
+    | Q(holder_expires_at_ms__lt=0)
+    | Q(holder_claimed_at_ms__lt=0)
+    | Q(holder_expires_at_ms__gt=MAX_SAFE_INTEGER)
+    | Q(holder_claimed_at_ms__gt=MAX_SAFE_INTEGER)
+)
+
+
+def _plan_row(plan: GrantPlan) -> list[object]:
+    """A plan as a grant_many row: key, expected epoch and holder, the holder to grant."""
+    observed = plan.expected_holder
+    return [
+        plan.workflow_id,
+        plan.expected_epoch,
+        None if observed is None else observed.engine_id,
+        None if observed is None else observed.epoch,
+        None if observed is None else observed.expires_at_ms,
+        None if observed is None else observed.claimed_at_ms,
+        plan.holder.engine_id,
+        plan.holder.expires_at_ms,
+        plan.holder.claimed_at_ms,
+    ]
+
+
+def _as_columns(rows: Sequence[Sequence[object]]) -> list[list[object]]:
+    """Rows as one list per column: the arrays PostgreSQL's unnest takes."""
+    return [list(column) for column in zip(*rows, strict=True)]
+
+
+class ClaimSetQueries:
+    """Set-based reads and writes of the claim rows, chunked to CHUNK rows a statement."""
+
+    def read_claims(self, workflow_ids: Sequence[str]) -> dict[str, ClaimRow]:
+        rows: dict[str, ClaimRow] = {}
+        for start in range(0, len(workflow_ids), CHUNK):
+            chunk = workflow_ids[start : start + CHUNK]
+            for workflow_id, *values in WorkflowClaim.objects.filter(
+                workflow_id__in=chunk
+            ).values_list("workflow_id", "epoch", *HOLDER_COLUMNS):
+                rows[workflow_id] = claim_row_from_values(workflow_id, *values)
+        return rows
+
+    def grant_many(self, plans: Sequence[GrantPlan]) -> set[str]:
+        granted: set[str] = set()
+        for start in range(0, len(plans), CHUNK):
+            chunk = plans[start : start + CHUNK]
+            sql = claim_statements(connection.vendor).grant_many
+            granted |= self._execute_with_events(sql, [_plan_row(p) for p in chunk], chunk)
+        return granted
+
+    def insert_many(self, plans: Sequence[GrantPlan]) -> set[str]:
+        inserted: set[str] = set()
+        for start in range(0, len(plans), CHUNK):
+            chunk = plans[start : start + CHUNK]
+            rows: list[list[object]] = [
+                [p.workflow_id, p.holder.engine_id, p.holder.expires_at_ms, p.holder.claimed_at_ms]
+                for p in chunk
+            ]
+            sql = claim_statements(connection.vendor).insert_many
+            inserted |= self._execute_with_events(sql, rows, chunk)
+        return inserted
+
+    def _execute_with_events(
+        self, sql: str, rows: list[list[object]], plans: Sequence[GrantPlan]
+    ) -> set[str]:
+        """Run one set-based statement (``grant_many`` or ``insert_many``) and write the
+        events of the rows it changed, in one transaction."""
+        with transaction.atomic(), connection.cursor() as cursor:
+            if connection.vendor == "postgresql":
+                cursor.execute(sql, _as_columns(rows))
+            else:
+                cursor.execute(sql, [json.dumps(rows)])
+            changed = {workflow_id for (workflow_id,) in cursor.fetchall()}
+            ClaimEvent.objects.bulk_create(
+                event_row(plan.event)
+                for plan in plans
+                if plan.event is not None and plan.workflow_id in changed
+            )
+        return changed
+
+    def renew_many(self, held: Sequence[tuple[str, Holder]], *, expires_at_ms: int) -> set[str]:
+        if not held:
+            return set()
+        sql = claim_statements(connection.vendor).renew_many
+        rows = [(wf, h.epoch, h.engine_id, h.expires_at_ms, h.claimed_at_ms) for wf, h in held]
+        with connection.cursor() as cursor:
+            if connection.vendor == "postgresql":
+                ids, epochs, engines, expires, claimed = _as_columns(rows)
+                cursor.execute(
+                    sql, [expires_at_ms, ids, epochs, epochs, engines, expires, claimed, ids]
+                )
+            else:
+                cursor.execute(sql, [expires_at_ms, json.dumps(rows)])
+            return {workflow_id for (workflow_id,) in cursor.fetchall()}
+
+    def list_stale_holders(self, *, expired_before_ms: int) -> list[str]:
+        return list(
+            WorkflowClaim.objects.filter(HOLDER_PRESENT)
+            .filter(Q(holder_expires_at_ms__lt=expired_before_ms) | HOLDER_INVALID)
+            .order_by("workflow_id")
+            .values_list("workflow_id", flat=True)
+        )
+
+    def list_held_by(self, *, engine_id: str) -> list[str]:
+        return list(
+            WorkflowClaim.objects.filter(HOLDER_PRESENT, holder_engine_id=engine_id)
+            .order_by("workflow_id")
+            .values_list("workflow_id", flat=True)
+        )

@@ -1,0 +1,252 @@
+"""The claim rows' statements (``WorkflowClaim``, and the ``ClaimEvent`` each transition logs).
+
+Every compare-and-swap compares with null-safe equality (PostgreSQL's IS NOT
+DISTINCT FROM, SQLite's IS), which is what the ORM's ``filter(col=None)`` meant:
+an absent holder is four nulls, and a garbage holder may have any of them null.
+
+On PostgreSQL a transition and its ClaimEvent row are one statement: the CAS runs
+in a data-modifying CTE whose RETURNING feeds the event INSERT, so the event is
+written exactly when the CAS applied, and the pair commits without a BEGIN/COMMIT
+round trip. SQLite has no data-modifying CTEs; there the store runs the CAS and the
+INSERT in one transaction.
+
+The set-based statements (``grant_many``, ``insert_many``, ``renew_many``) take their
+rows as one array per column on PostgreSQL (``unnest``) and as one JSON array of rows
+on SQLite (``json_each``), and return the keys of the rows they changed.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import NamedTuple
+
+from django.db import connection
+
+from claims.models import ClaimEvent, WorkflowClaim
+
+from ._names import POSTGRESQL, column, columns, dialect, table
+
+HOLDER_COLUMNS = (
+    "holder_engine_id",
+    "holder_epoch",
+    "holder_expires_at_ms",
+    "holder_claimed_at_ms",
+)
+# What an event says happened, in ClaimEvent's order; the audit CSV and the admin list
+# show these too.
+EVENT_TRANSITION_FIELDS = (
+    "workflow_id",
+    "kind",
+    "epoch_before",
+    "epoch_after",
+    "engine_id",
+    "actor",
+)
+EVENT_FIELDS = (*EVENT_TRANSITION_FIELDS, "reason", "at_ms")
+
+
+@dataclass(frozen=True)
+class ClaimStatements:
+    """Each statement takes its parameters positionally, in the order noted beside it."""
+
+    read: str  # workflow_id
+    renew: str  # new expiry, workflow_id, epoch, held holder x4
+    event: str  # the event's EVENT_FIELDS
+    # insert:  workflow_id, holder x4
+    # grant:   new epoch, holder x4, workflow_id, expected epoch, expected holder x4
+    # rotate:  new epoch, holder x4, workflow_id, expected epoch
+    # release: workflow_id, epoch, held holder x4
+    transitions: Mapping[str, str]
+    # PostgreSQL only (empty on SQLite): a transition's parameters, then its event's.
+    logged: Mapping[str, str]
+    # PostgreSQL: one array per column of the GrantPlan rows (claims.store.claim_sets);
+    # SQLite: the rows as one JSON array. Each returns the keys it changed.
+    grant_many: str  # wid, epoch, observed holder x4, new engine, expires, claimed
+    insert_many: str  # wid, engine, expires, claimed
+    # new expiry; then PostgreSQL: wid, epoch, holder epoch, engine, expires, claimed,
+    # wid again; SQLite: JSON rows of wid, epoch, engine, expires, claimed.
+    renew_many: str
+
+
+class _Names(NamedTuple):
+    """The claim table and its columns, quoted."""
+
+    claims: str
+    wf: str
+    epoch: str
+    engine: str
+    holder_epoch: str
+    expires: str
+    claimed: str
+
+
+def _names() -> _Names:
+    return _Names(
+        table(WorkflowClaim),
+        *columns(WorkflowClaim, ("workflow_id", "epoch", *HOLDER_COLUMNS)),
+    )
+
+
+def _grant_many(vendor: str) -> str:
+    claims, wf, epoch, engine, holder_epoch, expires, claimed = _names()
+    set_holder = (
+        f"{epoch} = u.ep + 1, {engine} = u.n_engine, {holder_epoch} = u.ep + 1, "
+        f"{expires} = u.n_expires, {claimed} = u.n_claimed"
+    )
+    # SKIP LOCKED: rows another engine is writing are left to it (reported as not
+    # granted) instead of being waited on, and the ORDER BY keeps two engines that
+    # lock overlapping sets from deadlocking.
+    grant_postgresql = f"""
+WITH u AS (
+    SELECT * FROM unnest(
+        %s::text[], %s::bigint[], %s::text[], %s::bigint[], %s::bigint[], %s::bigint[],
+        %s::text[], %s::bigint[], %s::bigint[]
+    ) AS u(wid, ep, o_engine, o_epoch, o_expires, o_claimed, n_engine, n_expires, n_claimed)
+), locked AS (
+    SELECT c.{wf} FROM {claims} c JOIN u ON c.{wf} = u.wid
+    WHERE c.{epoch} = u.ep
+      AND c.{engine} IS NOT DISTINCT FROM u.o_engine
+      AND c.{holder_epoch} IS NOT DISTINCT FROM u.o_epoch
+      AND c.{expires} IS NOT DISTINCT FROM u.o_expires
+      AND c.{claimed} IS NOT DISTINCT FROM u.o_claimed
+    ORDER BY c.{wf}
+    FOR UPDATE OF c SKIP LOCKED
+)
+UPDATE {claims} c SET {set_holder}
+FROM u, locked
+WHERE c.{wf} = locked.{wf} AND u.wid = c.{wf} AND c.{epoch} = u.ep
+RETURNING c.{wf}
+"""
+    # SQLite runs one writer at a time (IMMEDIATE transactions), so no row locks are
+    # needed; IS is SQLite's null-safe equality.
+    grant_sqlite = f"""
+UPDATE {claims} SET {set_holder}
+FROM (
+    SELECT json_extract(value, '$[0]') AS wid, json_extract(value, '$[1]') AS ep,
+           json_extract(value, '$[2]') AS o_engine, json_extract(value, '$[3]') AS o_epoch,
+           json_extract(value, '$[4]') AS o_expires, json_extract(value, '$[5]') AS o_claimed,
+           json_extract(value, '$[6]') AS n_engine, json_extract(value, '$[7]') AS n_expires,
+           json_extract(value, '$[8]') AS n_claimed
+    FROM json_each(%s)
+) AS u
+WHERE {claims}.{wf} = u.wid AND {claims}.{epoch} = u.ep
+  AND {claims}.{engine} IS u.o_engine AND {claims}.{holder_epoch} IS u.o_epoch
+  AND {claims}.{expires} IS u.o_expires
+  AND {claims}.{claimed} IS u.o_claimed
+RETURNING {claims}.{wf}
+"""
+    return dialect(vendor, postgresql=grant_postgresql, sqlite=grant_sqlite)
+
+
+def _insert_many(vendor: str) -> str:
+    claims, wf, epoch, engine, holder_epoch, expires, claimed = _names()
+    holder = f"{wf}, {epoch}, {engine}, {holder_epoch}, {expires}, {claimed}"
+    insert_postgresql = f"""
+INSERT INTO {claims} ({holder})
+SELECT u.wid, 1, u.n_engine, 1, u.n_expires, u.n_claimed
+FROM unnest(%s::text[], %s::text[], %s::bigint[], %s::bigint[])
+    AS u(wid, n_engine, n_expires, n_claimed)
+ORDER BY u.wid
+ON CONFLICT ({wf}) DO NOTHING
+RETURNING {wf}
+"""
+    # "WHERE true" lets SQLite tell the upsert clause from a join constraint.
+    insert_sqlite = f"""
+INSERT INTO {claims} ({holder})
+SELECT json_extract(value, '$[0]'), 1, json_extract(value, '$[1]'), 1,
+       json_extract(value, '$[2]'), json_extract(value, '$[3]')
+FROM json_each(%s) WHERE true
+ON CONFLICT ({wf}) DO NOTHING
+RETURNING {wf}
+"""
+    return dialect(vendor, postgresql=insert_postgresql, sqlite=insert_sqlite)
+
+
+def _renew_many(vendor: str) -> str:
+    claims, wf, epoch, engine, holder_epoch, expires, claimed = _names()
+    # Each chunk must reach its claim rows by key. The explicit key list keeps the scan
+    # of the claim table to the chunk's rows whatever join the planner picks; and the
+    # holder epoch comes as its own array because equating both epoch columns to one
+    # input lets the planner infer epoch = holder_epoch, misjudge the match as a few
+    # rows, and hash the whole table for every chunk.
+    renew_postgresql = f"""
+UPDATE {claims} AS c SET {expires} = %s
+FROM unnest(%s::text[], %s::bigint[], %s::bigint[], %s::text[], %s::bigint[], %s::bigint[])
+    AS u(wid, ep, holder_ep, engine, expires, claimed)
+WHERE c.{wf} = ANY(%s::text[])
+  AND c.{wf} = u.wid AND c.{epoch} = u.ep AND c.{holder_epoch} = u.holder_ep
+  AND c.{engine} = u.engine AND c.{expires} = u.expires
+  AND c.{claimed} = u.claimed
+RETURNING c.{wf}
+"""
+    renew_sqlite = f"""
+UPDATE {claims} SET {expires} = %s
+FROM (
+    SELECT json_extract(value, '$[0]') AS wid, json_extract(value, '$[1]') AS ep,
+           json_extract(value, '$[2]') AS engine, json_extract(value, '$[3]') AS expires,
+           json_extract(value, '$[4]') AS claimed
+    FROM json_each(%s)
+) AS u
+WHERE {claims}.{wf} = u.wid AND {claims}.{epoch} = u.ep AND {claims}.{holder_epoch} = u.ep
+  AND {claims}.{engine} = u.engine AND {claims}.{expires} = u.expires
+  AND {claims}.{claimed} = u.claimed
+RETURNING {claims}.{wf}
+"""
+    return dialect(vendor, postgresql=renew_postgresql, sqlite=renew_sqlite)
+
+
+@functools.cache
+def _statements(vendor: str) -> ClaimStatements:
+    same = dialect(vendor, postgresql="IS NOT DISTINCT FROM", sqlite="IS")
+    claims = table(WorkflowClaim)
+    wf, epoch = column(WorkflowClaim, "workflow_id"), column(WorkflowClaim, "epoch")
+    holder = columns(WorkflowClaim, HOLDER_COLUMNS)
+    expires = column(WorkflowClaim, "holder_expires_at_ms")
+
+    set_holder = ", ".join(f"{name} = %s" for name in holder)
+    clear_holder = ", ".join(f"{name} = NULL" for name in holder)
+    holder_is = " AND ".join(f"{name} {same} %s" for name in holder)
+    at_epoch = f"{wf} = %s AND {epoch} = %s"
+
+    events = table(ClaimEvent)
+    event_columns = ", ".join(columns(ClaimEvent, EVENT_FIELDS))
+    event_values = ", ".join(["%s"] * len(EVENT_FIELDS))
+
+    transitions = {
+        "insert": (
+            f"INSERT INTO {claims} ({wf}, {epoch}, {', '.join(holder)}) "
+            "VALUES (%s, 1, %s, %s, %s, %s) ON CONFLICT DO NOTHING"
+        ),
+        "grant": (
+            f"UPDATE {claims} SET {epoch} = %s, {set_holder} WHERE {at_epoch} AND {holder_is}"
+        ),
+        "rotate": f"UPDATE {claims} SET {epoch} = %s, {set_holder} WHERE {at_epoch}",
+        "release": f"UPDATE {claims} SET {clear_holder} WHERE {at_epoch} AND {holder_is}",
+    }
+    logged: dict[str, str] = {}
+    if vendor == POSTGRESQL:
+        logged = {
+            name: (
+                f"WITH applied AS ({sql} RETURNING 1) "
+                f"INSERT INTO {events} ({event_columns}) SELECT {event_values} FROM applied"
+            )
+            for name, sql in transitions.items()
+        }
+    return ClaimStatements(
+        read=f"SELECT {epoch}, {', '.join(holder)} FROM {claims} WHERE {wf} = %s",
+        renew=f"UPDATE {claims} SET {expires} = %s WHERE {at_epoch} AND {holder_is}",
+        event=f"INSERT INTO {events} ({event_columns}) VALUES ({event_values})",
+        transitions=transitions,
+        logged=logged,
+        grant_many=_grant_many(vendor),
+        insert_many=_insert_many(vendor),
+        renew_many=_renew_many(vendor),
+    )
+
+
+def claim_statements(vendor: str | None = None) -> ClaimStatements:
+    """The statements for a database vendor, the default database's unless named (built on
+    first use, then cached)."""
+    return _statements(vendor or connection.vendor)

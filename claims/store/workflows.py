@@ -1,0 +1,42 @@
+"""The workflows and their visibility index: what the engine passes read of them."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from django.db.models import Exists, OuterRef
+
+from claims.models import Workflow, WorkflowClaim, WorkflowStatus, WorkflowVisibility
+from claims.protocol.records import WorkflowInfo
+
+from .claim_sets import CHUNK, HOLDER_PRESENT
+
+
+class WorkflowQueries:
+    def read_workflow(self, workflow_id: str) -> WorkflowInfo | None:
+        values = (
+            Workflow.objects.filter(workflow_id=workflow_id)
+            .values_list("status", "workflow_type")
+            .first()
+        )
+        return None if values is None else WorkflowInfo(workflow_id, *values)
+
+    def read_workflows(self, workflow_ids: Sequence[str]) -> dict[str, WorkflowInfo]:
+        infos: dict[str, WorkflowInfo] = {}
+        for start in range(0, len(workflow_ids), CHUNK):
+            chunk = workflow_ids[start : start + CHUNK]
+            for workflow_id, status, workflow_type in Workflow.objects.filter(
+                workflow_id__in=chunk
+            ).values_list("workflow_id", "status", "workflow_type"):
+                infos[workflow_id] = WorkflowInfo(workflow_id, status, workflow_type)
+        return infos
+
+    def list_unheld_running_indexed(self) -> list[str]:
+        """Running workflows by the visibility index, less those with a holder."""
+        holder = WorkflowClaim.objects.filter(HOLDER_PRESENT, workflow_id=OuterRef("workflow_id"))
+        return list(
+            WorkflowVisibility.objects.filter(status=WorkflowStatus.RUNNING)
+            .filter(~Exists(holder))
+            .order_by("workflow_id")
+            .values_list("workflow_id", flat=True)
+        )

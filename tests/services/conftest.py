@@ -1,0 +1,85 @@
+"""One workflow held at epoch 41, two live engines, and an operator allowed every write:
+the same world for the API and the pages, so one rule can be asked of both."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+from unittest import mock
+
+import pytest
+from django.contrib.auth.models import Permission
+from django.core.cache import cache
+
+from claims.fleet_clock import fleet_clock
+from claims.models import Engine, EngineStatus, Workflow, WorkflowStatus
+from tests import factories
+
+WRITE_PERMISSIONS = (
+    "force_claim",
+    "cancel_workflow",
+    "suspend_workflow",
+    "add_workflow",
+    "schedule_backfill",
+)
+EPOCH = 41
+
+
+def make_engine(engine_id: str) -> Engine:
+    now = fleet_clock()()
+    return Engine.objects.create(
+        engine_id=engine_id,
+        hostname="host",
+        pid=1,
+        queue=f"engine.{engine_id}",
+        started_at_ms=now - 60_000,
+        heartbeat_at_ms=now - 1_000,
+        status=EngineStatus.ACTIVE,
+    )
+
+
+@pytest.fixture(autouse=True)
+def _settings(settings: Any) -> None:
+    settings.WEFT_CLAIM_TTL = "30s"
+    settings.WEFT_CLAIM_RENEW_INTERVAL = "5s"
+    settings.WEFTBOARD_READ_ONLY = ""
+
+
+@pytest.fixture(autouse=True)
+def _fresh_throttle() -> Iterator[None]:
+    """The API's write limit counts in the cache, which outlives a test's transaction."""
+    cache.clear()
+    yield
+    cache.clear()
+
+
+@pytest.fixture(autouse=True)
+def world(db: Any) -> None:
+    now = fleet_clock()()
+    Workflow.objects.create(
+        workflow_id="wf-1",
+        workflow_type="order",
+        status=WorkflowStatus.RUNNING,
+        state={"input": None, "steps": {}},
+        created_at_ms=now - 10_000,
+        updated_at_ms=now - 5_000,
+    )
+    factories.make_claim("wf-1", epoch=EPOCH, engine="e-1")
+    make_engine("e-1")
+    make_engine("e-2")
+
+
+@pytest.fixture
+def operator(django_user_model: Any) -> Any:
+    user = django_user_model.objects.create_user("operator", password="pw")
+    user.user_permissions.set(
+        Permission.objects.filter(content_type__app_label="claims", codename__in=WRITE_PERMISSIONS)
+    )
+    return user
+
+
+@pytest.fixture(autouse=True)
+def adopt_send() -> Iterator[mock.MagicMock]:
+    """The broker boundary: the adopt message is captured instead of sent."""
+    with mock.patch("claims.tasks.adopt.apply_async") as send:
+        yield send
