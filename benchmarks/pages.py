@@ -45,6 +45,7 @@ from claims.models import (
 )
 from claims.protocol.pass_histogram import BUCKETS_S
 from claims.protocol.reclaim import CURSOR_NAME
+from claims.selectors.claim_order import SORT_KEYS, ClaimSort, encode_cursor
 
 from .report import Section, Target, Timing, fmt
 from .setup import analyze, bulk_insert, delete_rows, timed_ms
@@ -351,6 +352,7 @@ def _endpoints(fleet: Fleet) -> list[Endpoint]:
             "claims-table",
             f,
         ),
+        *_claims_sort_endpoints(),
         Endpoint("overview", "overview fragment", "/", "overview-live", f, snapshot="fresh"),
         Endpoint(
             "overview_no_snapshot",
@@ -370,6 +372,69 @@ def _endpoints(fleet: Fleet) -> list[Endpoint]:
         Endpoint("backfills", "backfills fragment", "/backfills/", "backfills-live", f),
         Endpoint("audit", "audit fragment", "/audit/", "audit-live", f),
         Endpoint("metrics", "/metrics", "/metrics", None, m),
+    ]
+
+
+def _claims_sort_endpoints() -> list[Endpoint]:
+    """Every sort of the claims table both ways, every claim (state=all) and the default
+    scope, substring searches (common and rare), and a page deep inside a sort."""
+    f = FRAGMENT_TARGET_MS
+    deep = encode_cursor(
+        ClaimSort.parse("expires_at"), fleet_clock()() + 10 * MINUTE_MS + 10_000, "wf-050000"
+    )
+    sorts = [
+        Endpoint(
+            f"claims_sort_{key.replace('-', 'desc_')}",
+            f"  sort={key}",
+            f"/claims/?state=all&sort={key}",
+            "claims-table",
+            f,
+        )
+        for key in SORT_KEYS
+    ]
+    return [
+        Endpoint(
+            "claims_all", "  state=all (every claim)", "/claims/?state=all", "claims-table", f
+        ),
+        *sorts,
+        Endpoint(
+            "claims_sort_state_attention",
+            "  sort=-state, attention",
+            "/claims/?sort=-state",
+            "claims-table",
+            f,
+        ),
+        Endpoint(
+            "claims_sort_deep",
+            "  sort=expires_at, deep page",
+            f"/claims/?state=all&sort=expires_at&cursor={deep}",
+            "claims-table",
+            f,
+        ),
+        Endpoint(
+            "claims_search", "  search q=0777", "/claims/?state=all&q=0777", "claims-table", f
+        ),
+        Endpoint(
+            "claims_search_rare",
+            "  search q=99999 (1 row)",
+            "/claims/?state=all&q=99999",
+            "claims-table",
+            f,
+        ),
+        Endpoint(
+            "claims_search_none",
+            "  search q=nomatch (0 rows)",
+            "/claims/?state=all&q=nomatch",
+            "claims-table",
+            f,
+        ),
+        Endpoint(
+            "claims_search_sorted",
+            "  search q=77 sort=-claimed_at",
+            "/claims/?q=77&sort=-claimed_at",
+            "claims-table",
+            f,
+        ),
     ]
 
 

@@ -54,3 +54,16 @@ def read_only_reason() -> str | None:
     if reason.lower() in {"1", "true", "yes", "on"}:
         return "weftboard is in read-only mode"
     return f"weftboard is in read-only mode: {reason}"
+
+
+DAY_MS = 86_400_000
+
+
+def min_engines() -> int:
+    """WEFTBOARD_MIN_ENGINES: fewer active, non-silent engines than this is an alert."""
+    return max(0, int(getattr(settings, "WEFTBOARD_MIN_ENGINES", 1)))
+
+
+def engine_history_ms() -> int:
+    """WEFTBOARD_ENGINE_HISTORY_DAYS in ms: how long stopped and dead engines are kept."""
+    return max(0, int(getattr(settings, "WEFTBOARD_ENGINE_HISTORY_DAYS", 7))) * DAY_MS

@@ -3,6 +3,11 @@
 Engines persist their counters (ClaimCounter) and pass histograms (Engine.pass_summary);
 the web process reads them at scrape time. Counter rows outlive their engines,
 so fleet counters never go down. No workflow id is ever a label.
+
+Every series here is read from the shared database, so every web replica serves the
+same value: each carries ``scope="fleet"``, and operators aggregate across replicas with
+``max``, never ``sum`` (docs/design.md §6). HELP texts say what the fleet series means;
+weft's own per-engine texts stay verbatim in ``claims.protocol.metrics``.
 """
 
 from __future__ import annotations
@@ -28,6 +33,18 @@ PASS_NAMES = ("renew", "reclaim", "wake")
 CANDIDATE_SOURCES = ("stale_holders", "unheld_indexed", "authoritative_scan", "pending_redrives")
 
 F = TypeVar("F", CounterMetricFamily, GaugeMetricFamily)
+
+# The label every series of this collector carries: the same on every web replica.
+SCOPE_LABEL, FLEET_SCOPE = "scope", "fleet"
+
+
+def with_fleet_scope(family: Metric) -> Metric:
+    """The family with ``scope="fleet"`` added to every sample."""
+    family.samples = [
+        sample._replace(labels={**sample.labels, SCOPE_LABEL: FLEET_SCOPE})
+        for sample in family.samples
+    ]
+    return family
 
 
 def _by_label(family: F, labels: Iterable[str], values: Mapping[str, float]) -> F:
@@ -61,7 +78,7 @@ def _claim_families(fleet: FleetMetrics) -> Iterator[Metric]:
     yield _by_label(
         CounterMetricFamily(
             "weft_workflow_claim_attempts",
-            "Total per-workflow ownership claim attempts, by outcome",
+            "Claim attempts by outcome, summed over every engine that ever ran",
             labels=["outcome"],
         ),
         OUTCOMES,
@@ -69,12 +86,12 @@ def _claim_families(fleet: FleetMetrics) -> Iterator[Metric]:
     )
     yield GaugeMetricFamily(
         "weft_workflow_claims_active",
-        "Workflows this engine currently holds a claim for",
+        "Claims held by the active and disposing engines, summed over those engines",
         value=fleet.active_claims,
     )
     yield CounterMetricFamily(
         "weft_workflow_claim_renewal_failures",
-        "Total per-workflow claim renewal failures",
+        "Claim renewals lost or raised, summed over every engine that ever ran",
         value=fleet.counters.get("renewal_failures", 0),
     )
 
@@ -83,16 +100,19 @@ def _engine_families(fleet: FleetMetrics) -> Iterator[Metric]:
     """Rejected broker messages, engines by status and pending re-drives."""
     yield CounterMetricFamily(
         "weftboard_broker_messages_rejected",
-        "Broker messages an engine could not decode, logged with their queue and set aside",
+        "Broker messages an engine could not decode and set aside, summed over every engine "
+        "that ever ran",
         value=fleet.counters.get("broker_rejected", 0),
     )
-    engines = GaugeMetricFamily("weftboard_engines", "Engines by status", labels=["status"])
+    engines = GaugeMetricFamily(
+        "weftboard_engines", "Engine rows by status, as recorded in the database", labels=["status"]
+    )
     for status, count in fleet.engines_by_status.items():
         engines.add_metric([status], count)
     yield engines
     yield GaugeMetricFamily(
         "weftboard_pending_redrives",
-        "Claimed workflows whose drive failed and awaits a retry",
+        "Claimed workflows whose drive failed and awaits a retry, over all engines",
         value=fleet.pending_redrives,
     )
 
@@ -101,18 +121,20 @@ def _reclaim_families(fleet: FleetMetrics) -> Iterator[Metric]:
     """The authoritative scan's progress and the last passes' candidates by source."""
     yield CounterMetricFamily(
         "weftboard_reclaim_cursor_wraps",
-        "Times the authoritative reclaim scan wrapped to the start of the workflow table",
+        "Times the authoritative reclaim scan wrapped to the start of the workflow table, "
+        "summed over every reclaim cursor",
         value=fleet.cursor_wraps,
     )
     yield CounterMetricFamily(
         "weftboard_reclaim_scanned_workflows",
-        "Workflow rows read by the authoritative reclaim scan",
+        "Workflow rows read by the authoritative reclaim scan, summed over every reclaim cursor",
         value=fleet.cursor_scanned,
     )
     yield _by_label(
         GaugeMetricFamily(
             "weftboard_reclaim_candidates",
-            "Reclaim candidates found by the last pass of each live engine, by source",
+            "Reclaim candidates found by the last reclaim pass of each active or disposing "
+            "engine, summed by source",
             labels=["source"],
         ),
         CANDIDATE_SOURCES,
@@ -123,11 +145,60 @@ def _reclaim_families(fleet: FleetMetrics) -> Iterator[Metric]:
 def _backfill_progress(fleet: FleetMetrics) -> Metric:
     backfill = GaugeMetricFamily(
         "weftboard_backfill_progress_ratio",
-        "Progress of the active visibility backfill (0 to 1); absent when none runs",
+        "Progress of the running visibility backfill (0 to 1); absent when none runs",
     )
     if fleet.backfill_progress is not None:
         backfill.add_metric([], fleet.backfill_progress)
     return backfill
+
+
+def _live_engine_families(fleet: FleetMetrics) -> Iterator[Metric]:
+    """Per-engine series, only for live engines that are not silent (a bounded label set)."""
+    held = GaugeMetricFamily(
+        "weftboard_engine_held_claims",
+        "Claims held by one live engine (active or disposing, heard from within TTL plus "
+        "two renew intervals); engines that stop, die or fall silent have no series",
+        labels=["engine"],
+    )
+    for engine_id, count in sorted(fleet.held_by_live_engine.items()):
+        held.add_metric([engine_id], count)
+    yield held
+
+
+def _engine_floor_families(fleet: FleetMetrics) -> Iterator[Metric]:
+    """Live engines against WEFTBOARD_MIN_ENGINES, for an alert on an empty or thin fleet."""
+    from claims.conf import min_engines
+
+    minimum = min_engines()
+    yield GaugeMetricFamily(
+        "weftboard_engines_live",
+        "Active engines heard from within TTL plus two renew intervals (silent ones excluded)",
+        value=fleet.engines_healthy,
+    )
+    yield GaugeMetricFamily(
+        "weftboard_engines_minimum",
+        "WEFTBOARD_MIN_ENGINES: the fewest live engines the fleet should run",
+        value=minimum,
+    )
+    yield GaugeMetricFamily(
+        "weftboard_engines_below_minimum",
+        "1 while fewer live engines run than WEFTBOARD_MIN_ENGINES, else 0",
+        value=int(fleet.engines_healthy < minimum),
+    )
+
+
+def _fleet_families(fleet: FleetMetrics) -> Iterator[Metric]:
+    yield from _claim_families(fleet)
+    yield from _engine_families(fleet)
+    yield from _live_engine_families(fleet)
+    yield from _engine_floor_families(fleet)
+    yield from _reclaim_families(fleet)
+    yield _histogram(
+        "weftboard_pass_duration_seconds",
+        "Duration of engine sub-passes, buckets summed over every recorded engine",
+        fleet.pass_summaries,
+    )
+    yield _backfill_progress(fleet)
 
 
 class FleetCollector(Collector):
@@ -140,15 +211,8 @@ class FleetCollector(Collector):
         from claims import selectors
 
         fleet = selectors.fleet_metrics()
-        yield from _claim_families(fleet)
-        yield from _engine_families(fleet)
-        yield from _reclaim_families(fleet)
-        yield _histogram(
-            "weftboard_pass_duration_seconds",
-            "Duration of engine sub-passes",
-            fleet.pass_summaries,
-        )
-        yield _backfill_progress(fleet)
+        for family in _fleet_families(fleet):
+            yield with_fleet_scope(family)
 
 
 _registered = False

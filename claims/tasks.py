@@ -44,6 +44,17 @@ def mark_silent_engines_dead() -> int:
     return engines_mark_silent_dead(now_ms=now_ms, ttl_ms=timing.ttl_ms)
 
 
+@shared_task(name="claims.prune_engine_history", ignore_result=True)
+def prune_engine_history() -> int:
+    """Beat: drop stopped and dead engines older than WEFTBOARD_ENGINE_HISTORY_DAYS."""
+    from claims.conf import engine_history_ms
+    from claims.fleet_clock import fleet_now
+    from claims.services.engines import engines_prune_history
+
+    now_ms, _ = fleet_now()
+    return engines_prune_history(now_ms=now_ms, keep_ms=engine_history_ms())
+
+
 @shared_task(name="claims.adopt", ignore_result=True)
 def adopt(workflow_id: str, epoch: int) -> str:
     """Sent to one engine's queue after an operator forced a takeover to it."""
@@ -53,6 +64,29 @@ def adopt(workflow_id: str, epoch: int) -> str:
     if engine is None:
         return "no-engine"
     return engine.adopt(str(workflow_id), int(epoch))
+
+
+@shared_task(name="claims.drain", ignore_result=True)
+def drain(engine_id: str) -> str:
+    """Sent to one engine's queue after an operator asked it to drain."""
+    return _set_engine_draining(str(engine_id), True)
+
+
+@shared_task(name="claims.undrain", ignore_result=True)
+def undrain(engine_id: str) -> str:
+    """Sent to one engine's queue after an operator put it back from draining."""
+    return _set_engine_draining(str(engine_id), False)
+
+
+def _set_engine_draining(engine_id: str, draining: bool) -> str:
+    from claims.engine.worker import local_engine
+
+    engine = local_engine()
+    if engine is None or engine.engine_id != engine_id:
+        # A message for an engine this worker no longer runs (it restarted): ignore it.
+        return "no-engine"
+    engine.drain.set(draining)
+    return "draining" if draining else "undrained"
 
 
 @shared_task(name="claims.demo_start_workflows", ignore_result=True)

@@ -1,6 +1,7 @@
 from django.urls import path
 
 from claims import views
+from claims.views.workflow_list import workflows
 
 app_name = "claims"
 
@@ -9,6 +10,7 @@ app_name = "claims"
 urlpatterns = [
     path("", views.overview, name="overview"),
     path("claims/", views.claims, name="claims"),
+    path("workflows/", workflows, name="workflows"),
     path("workflows/<path:workflow_id>/", views.workflow, name="workflow"),
     path("release/<path:workflow_id>", views.claim_release, name="release"),
     path("takeover/<path:workflow_id>", views.claim_takeover, name="takeover"),
@@ -17,6 +19,9 @@ urlpatterns = [
     path("resume/<path:workflow_id>", views.workflow_resume_action, name="resume"),
     path("engines/", views.engines, name="engines"),
     path("engines/<path:engine_id>/", views.engine, name="engine"),
+    path("engine-release/<path:engine_id>", views.engine_release, name="engine_release"),
+    path("engine-drain/<path:engine_id>", views.engine_drain_view, name="engine_drain"),
+    path("engine-undrain/<path:engine_id>", views.engine_undrain_view, name="engine_undrain"),
     path("reclaim/", views.reclaim, name="reclaim"),
     path("redrives/", views.redrives, name="redrives"),
     path("backfills/", views.backfills, name="backfills"),

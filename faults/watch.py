@@ -113,7 +113,10 @@ def fleet_counters(text: str) -> dict[str, float]:
             continue
         for sample in family.samples:
             if sample.name.endswith("_total"):
-                labels = ",".join(f"{k}={v}" for k, v in sorted(sample.labels.items()))
+                # scope="fleet" is on every fleet series (docs/design.md §6): not part of a key.
+                labels = ",".join(
+                    f"{k}={v}" for k, v in sorted(sample.labels.items()) if k != "scope"
+                )
                 values[f"{sample.name}{{{labels}}}"] = sample.value
     return values
 

@@ -159,7 +159,8 @@ def scrape_counters(base_url: str) -> dict[str, float]:
         for sample in family.samples:
             if not sample.name.endswith("_total"):
                 continue  # _created timestamps are not counts
-            labels = ",".join(f"{k}={v}" for k, v in sorted(sample.labels.items()))
+            # scope="fleet" is on every fleet series (docs/design.md §6): not part of a key.
+            labels = ",".join(f"{k}={v}" for k, v in sorted(sample.labels.items()) if k != "scope")
             samples[f"{sample.name}{{{labels}}}"] = sample.value
     return samples
 

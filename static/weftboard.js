@@ -160,7 +160,8 @@
         if (dt > 0) rates.push(Math.max(0, ((list[i].c[name] || 0) - (list[from].c[name] || 0)) / dt));
       }
       var label = node.querySelector('[data-rate="' + name + '"]');
-      if (label) label.textContent = rates.length ? rates[rates.length - 1].toFixed(1) + "/min" : "collecting…";
+      // Until this tab has two samples, the server's rate (from the fleet history) stays.
+      if (label && rates.length) label.textContent = rates[rates.length - 1].toFixed(1) + "/min";
       var line = svg.querySelector("polyline");
       var area = svg.querySelector(".spark__area");
       if (!line || rates.length < 2) return;

@@ -7,6 +7,7 @@ from typing import Any
 
 from celery import Celery
 
+from claims.engine.outages import BrokerReconnectLog
 from weftboard.broker import register_transports
 
 # `celery -A weftboard worker` starts without manage.py, so it needs the default too.
@@ -14,11 +15,15 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "weftboard.settings")
 
 # How often beat looks for a due or orphaned visibility backfill.
 BACKFILL_POLL_S = 15.0
+# How often beat prunes stopped and dead engines past WEFTBOARD_ENGINE_HISTORY_DAYS.
+ENGINE_HISTORY_PRUNE_S = 3600.0
 
 register_transports()  # spool://, the embedded broker
 app = Celery("weftboard")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
+# One `event=broker-reconnected` line each time a worker's broker connection comes back.
+app.steps["consumer"].add(BrokerReconnectLog)
 
 
 @app.on_after_finalize.connect
@@ -32,6 +37,7 @@ def schedule_passes(sender: Celery, **kwargs: Any) -> None:
         "fan-out-engine-ticks": _every(renew_s, "claims.fan_out_ticks"),
         "fleet-snapshot": _every(renew_s, "claims.fleet_snapshot"),
         "mark-silent-engines-dead": _every(ttl_s, "claims.mark_silent_engines_dead"),
+        "prune-engine-history": _every(ENGINE_HISTORY_PRUNE_S, "claims.prune_engine_history"),
         # Starts scheduled backfills when due and resumes one whose runner died; a live
         # runner holds the backfill lease, so this returns at once while one is working.
         "backfill-run-due": _every(BACKFILL_POLL_S, "claims.backfill_run_due"),

@@ -83,6 +83,7 @@ TEMPLATES = [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
+                "claims.context_processors.engine_floor",
             ],
         },
     },
@@ -144,7 +145,13 @@ LOGGING = {
         "console": {"class": "logging.StreamHandler", "formatter": "plain"},
         "requests": {"class": "logging.StreamHandler", "formatter": "requests"},
     },
+    # Celery's per-tick INFO lines (received, succeeded, beat's "Sending due task") for
+    # the routine tasks beat sends every renew interval; their failures still log.
+    "filters": {"quiet_routine_tasks": {"()": "weftboard.logs.QuietRoutineTasks"}},
     "loggers": {
+        "celery.worker.strategy": {"filters": ["quiet_routine_tasks"]},
+        "celery.app.trace": {"filters": ["quiet_routine_tasks"]},
+        "celery.beat": {"filters": ["quiet_routine_tasks"]},
         "weftboard.claims": {"handlers": ["console"], "level": "INFO", "propagate": False},
         "weftboard.broker": {"handlers": ["console"], "level": "INFO", "propagate": False},
         "weftboard.api": {"handlers": ["console"], "level": "INFO", "propagate": False},
@@ -175,6 +182,11 @@ WEFTBOARD_READ_ONLY = env_text("WEFTBOARD_READ_ONLY")
 WEFTBOARD_API_WRITE_RATE = env_text("WEFTBOARD_API_WRITE_RATE", "60/min")
 
 WEFTBOARD_METRICS_TOKEN = env_text("WEFTBOARD_METRICS_TOKEN")
+
+# Fewer active, non-silent engines than this is a red alert on every page and on /metrics.
+WEFTBOARD_MIN_ENGINES = env_int("WEFTBOARD_MIN_ENGINES", 1)
+# Stopped and dead engines stay on the engines page this many days, then beat prunes them.
+WEFTBOARD_ENGINE_HISTORY_DAYS = env_int("WEFTBOARD_ENGINE_HISTORY_DAYS", 7)
 
 WEFT_CLAIM_TTL = os.environ.get("WEFT_CLAIM_TTL", "30s")
 WEFT_CLAIM_RENEW_INTERVAL = os.environ.get("WEFT_CLAIM_RENEW_INTERVAL", "5s")

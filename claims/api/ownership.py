@@ -36,7 +36,8 @@ FORCE_PERMISSION = "claims.force_claim"
 
 @router.get("/claims", response={200: ClaimPageOut, **READ_ERRORS})
 def claims_list(request: HttpRequest, filters: Query[ClaimFilterIn]) -> ClaimPageOut:
-    """Claims in workflow-id order with their derived state; follow `next_cursor` for more."""
+    """Claims with their derived state, in `sort` order (the workflow id breaks ties);
+    follow `next_cursor`, with the same sort, for more. `q` matches any part of the id."""
     now_ms, timing = fleet_now()
     page = claim_list(
         now_ms=now_ms,
@@ -44,12 +45,15 @@ def claims_list(request: HttpRequest, filters: Query[ClaimFilterIn]) -> ClaimPag
         state=filters.state,
         engine=filters.engine,
         prefix=filters.prefix,
+        search=filters.q,
+        sort=filters.sort,
         cursor=filters.cursor,
         limit=filters.limit,
     )
     return ClaimPageOut(
         items=[ClaimOut.of(view) for view in page.items],
         next_cursor=page.next_cursor,
+        sort=page.sort,
         as_of_ms=page.as_of_ms,
         as_of=utc(page.as_of_ms),
     )

@@ -8,11 +8,13 @@ The rules (read-only switch, a registered type, the operator's reason) are the s
 from __future__ import annotations
 
 from django.http import HttpRequest
-from ninja import Status
+from ninja import Query, Status
 
 from claims.fleet_clock import fleet_now
 from claims.models import Workflow
+from claims.protocol.errors import InvalidInputError
 from claims.selectors.ownership import claim_snapshot
+from claims.selectors.workflow_list import WorkflowFilters, workflow_list
 from claims.services.workflows import (
     workflow_cancel,
     workflow_resume,
@@ -23,14 +25,42 @@ from claims.services.workflows import (
 from .access import check_write, write_throttle
 from .router import WORKFLOW, router
 from .schemas import (
+    READ_ERRORS,
     WRITE_ERRORS,
     ClaimStateOut,
     WorkflowCancelIn,
     WorkflowCancelOut,
+    WorkflowFilterIn,
     WorkflowOut,
+    WorkflowPageOut,
     WorkflowStartIn,
     WorkflowSuspendIn,
 )
+
+
+@router.get("/workflows", response={200: WorkflowPageOut, **READ_ERRORS})
+def workflows_list(request: HttpRequest, filters: Query[WorkflowFilterIn]) -> WorkflowPageOut:
+    """Workflows newest change first (`sort=updated`), newest started first (`created`) or in
+    id order (`id`), filtered by type, status and a `since_ms`/`until_ms` range on the
+    `time` column; follow `next_cursor`, with the same sort, for more. `status_counts`
+    counts every status under the type and time filters."""
+    if (
+        filters.since_ms is not None
+        and filters.until_ms is not None
+        and filters.since_ms >= filters.until_ms
+    ):
+        raise InvalidInputError("since_ms must be earlier than until_ms")
+    now_ms, _ = fleet_now()
+    selection = WorkflowFilters(
+        workflow_type=filters.type,
+        status=filters.status,
+        time_field=filters.time,
+        since_ms=filters.since_ms,
+        until_ms=filters.until_ms,
+        sort=filters.sort,
+    )
+    page = workflow_list(selection, now_ms=now_ms, cursor=filters.cursor, limit=filters.limit)
+    return WorkflowPageOut.of(page)
 
 
 @router.post("/workflows", response={**WRITE_ERRORS, 201: WorkflowOut}, throttle=write_throttle)

@@ -21,7 +21,9 @@ from typing import Any
 
 from django.db import close_old_connections
 
+from claims.engine import outages
 from claims.engine.connections import HealthyConnections, closing_connections
+from claims.engine.drain import EngineDrain
 from claims.fleet_clock import database_now_ms
 from claims.models import EngineStatus
 from claims.protocol import (
@@ -52,8 +54,17 @@ SELF_TICK_AFTER = 2.0
 
 
 class LocalEngine:
-    def __init__(self, *, engine_id: str, queue: str, timing: ClaimTiming, clock: OffsetClock):
+    def __init__(
+        self,
+        *,
+        engine_id: str,
+        queue: str,
+        timing: ClaimTiming,
+        clock: OffsetClock,
+        name: str = "",
+    ):
         self.engine_id = engine_id
+        self.name = name  # the Celery worker's node name, shown beside the id
         self.queue = queue
         self.timing = timing
         self.clock = clock
@@ -67,7 +78,8 @@ class LocalEngine:
             metrics=self.metrics,
             monotonic=clock.monotonic_ms,
         )
-        self.driver = WorkflowDriver(self.registry, clock=clock, disposing=self.is_disposing)
+        self.drain = EngineDrain(self.registry, disposing=self.is_disposing, wake=self.trigger)
+        self.driver = WorkflowDriver(self.registry, clock=clock, disposing=self.drain.drives_pause)
         self.target = ReclaimTarget(
             self.registry,
             self.store,
@@ -87,11 +99,14 @@ class LocalEngine:
         self._summary: dict[str, Any] = {}
         self._flush_lock = threading.Lock()
         self._histograms = {name: PassHistogram() for name in PASS_NAMES}
+        self.database = outages.DatabaseOutage(engine_id)
 
     # -- lifecycle ---------------------------------------------------------------
 
     def start(self) -> None:
-        engines.engine_register(engine_id=self.engine_id, queue=self.queue, now_ms=self.clock())
+        engines.engine_register(
+            engine_id=self.engine_id, queue=self.queue, now_ms=self.clock(), name=self.name
+        )
         for name in PASS_NAMES:
             thread = threading.Thread(
                 target=self._pass_loop, args=(name,), name=f"pass-{name}", daemon=True
@@ -119,15 +134,10 @@ class LocalEngine:
             self.self_ticks += 1
             if not self._self_ticking:
                 self._self_ticking = True
-                logger.warning(
-                    "engine %s: no tick from beat for %.1f s; running its passes on its"
-                    " own timer until ticks return (is the broker or beat down?)",
-                    self.engine_id,
-                    SELF_TICK_AFTER * self.timing.renew_interval_ms / 1000,
-                )
+                outages.log_ticks_missing(self.engine_id, self.timing, SELF_TICK_AFTER)
         elif self._self_ticking:
             self._self_ticking = False
-            logger.info("engine %s: ticks from beat are back", self.engine_id)
+            outages.log_ticks_back(self.engine_id)
 
     def is_disposing(self) -> bool:
         return self._disposing.is_set()
@@ -173,7 +183,8 @@ class LocalEngine:
 
     def _drive(self, workflow_id: str) -> None:
         try:
-            outcome = self.driver.drive(workflow_id)
+            with self.drain.driving(workflow_id) as may_drive:
+                outcome = self.driver.drive(workflow_id) if may_drive else "draining"
             logger.debug("drive of %s: %s", workflow_id, outcome)
         except Exception:
             logger.exception("drive of workflow %s failed", workflow_id)
@@ -181,7 +192,7 @@ class LocalEngine:
     def adopt(self, workflow_id: str, epoch: int) -> str:
         """An operator granted this engine the claim: cache it and drive it."""
         result = self.registry.adopt(workflow_id, epoch)
-        if result.status == "adopted" and not self.is_disposing():
+        if result.status == "adopted" and not self.drain.drives_pause():
             self.submit_drive(workflow_id)
         return result.status
 
@@ -205,6 +216,9 @@ class LocalEngine:
                 close_old_connections()
                 summary = run()
                 self._heartbeat(name, time.monotonic() - started, summary)
+                self.database.succeeded()
+            except outages.DATABASE_OUTAGE_ERRORS as error:
+                self.database.failed(name, error)  # once per outage, not once per tick
             except Exception:
                 logger.exception("%s pass of engine %s failed", name, self.engine_id)
             finally:
@@ -212,13 +226,17 @@ class LocalEngine:
 
     def run_renew(self) -> dict[str, Any]:
         result = run_renew_pass(self.registry, self.metrics)
+        self.drain.sync()
         return {
             "renewed": result.renewed_count,
             "failed": result.failed_count,
             "self_ticks": self.self_ticks,
+            "draining": self.drain.active,
         }
 
     def run_reclaim(self) -> dict[str, Any]:
+        if self.drain.active:
+            return {"status": "draining"}
         result = run_reclaim_pass(self.target, executor=HealthyConnections(self._reclaim_pool))
         discovery = self.target.last_discovery
         return {
@@ -237,6 +255,8 @@ class LocalEngine:
         }
 
     def run_wake(self) -> dict[str, Any]:
+        if self.drain.active:
+            return {"driven": 0, "drain_released": self.drain.release_idle()}
         due = self.driver.due_for_drive(self.registry.held_workflow_ids())
         for workflow_id in due:
             self.submit_drive(workflow_id)

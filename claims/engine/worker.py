@@ -120,7 +120,13 @@ def start_engine(sender: Any, **kwargs: Any) -> None:
     queue = engine_queue(sender.hostname)
     # A direct queue of its own carries this engine's ticks and operator commands.
     sender.app.amqp.queues.select_add(queue)
-    engine = LocalEngine(engine_id=str(uuid.uuid4()), queue=queue, timing=timing, clock=clock)
+    engine = LocalEngine(
+        engine_id=str(uuid.uuid4()),
+        queue=queue,
+        timing=timing,
+        clock=clock,
+        name=str(sender.hostname or ""),
+    )
     engine.start()
     _engine = engine
     logger.info("engine %s started on queue %s", engine.engine_id, queue)

@@ -19,11 +19,14 @@ from .engines import (
     ClaimCounter,
     CounterName,
     Engine,
+    EngineEvent,
+    EngineEventKind,
     EngineStatus,
     FleetSnapshot,
     PendingRedrive,
     ReclaimCursor,
 )
+from .fleet_history import FleetSnapshotHistory
 from .ids import ENGINE_ID_MAX_LENGTH, WORKFLOW_ID_MAX_LENGTH
 from .tokens import ApiToken, ApiTokenScope
 from .workflows import (
@@ -50,8 +53,11 @@ __all__ = [
     "ClaimRowsAreKeptError",
     "CounterName",
     "Engine",
+    "EngineEvent",
+    "EngineEventKind",
     "EngineStatus",
     "FleetSnapshot",
+    "FleetSnapshotHistory",
     "OwnershipMode",
     "OwnershipModeMarker",
     "PendingRedrive",

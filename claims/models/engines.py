@@ -19,6 +19,9 @@ class EngineStatus(models.TextChoices):
 class Engine(models.Model):
     engine_id = models.CharField(primary_key=True, max_length=ENGINE_ID_MAX_LENGTH)
     hostname = models.CharField(max_length=255)
+    # The Celery worker's node name (``engine1@host``): what operators call the engine,
+    # stable across restarts while the id is new at every start.
+    name = models.CharField(max_length=255, blank=True, default="", db_index=True)
     pid = models.PositiveIntegerField()
     queue = models.CharField(max_length=255, blank=True)
     started_at_ms = models.BigIntegerField()
@@ -31,12 +34,20 @@ class Engine(models.Model):
     held_count = models.PositiveIntegerField(default=0)
     version = models.CharField(max_length=32, blank=True)
     pass_summary = models.JSONField(default=dict, blank=True)
+    # Set by an operator's drain (None: not draining). The engine reads it at every tick,
+    # so a lost claims.drain message is healed by the next one (docs/design.md §7).
+    drain_requested_at_ms = models.BigIntegerField(null=True, blank=True)
 
     class Meta:
         indexes = [models.Index(fields=["status", "heartbeat_at_ms"], name="engine_status_idx")]
+        permissions = [("drain_engine", "Can drain and undrain an engine")]
 
     def __str__(self) -> str:
         return f"{self.engine_id} ({self.status})"
+
+    @property
+    def draining(self) -> bool:
+        return self.drain_requested_at_ms is not None
 
 
 class PendingRedrive(models.Model):
@@ -119,3 +130,28 @@ class FleetSnapshot(models.Model):
 
     def __str__(self) -> str:
         return f"fleet snapshot at {self.taken_at_ms}"
+
+
+class EngineEventKind(models.TextChoices):
+    DRAIN = "drain"
+    UNDRAIN = "undrain"
+
+
+class EngineEvent(models.Model):
+    """An operator's action on a whole engine (drain, undrain); claim events stay per
+    workflow in ClaimEvent. Not a foreign key: the audit outlives the engine row."""
+
+    engine_id = models.CharField(max_length=ENGINE_ID_MAX_LENGTH)
+    kind = models.CharField(max_length=16, choices=EngineEventKind.choices)
+    actor = models.CharField(max_length=150)
+    reason = models.TextField()
+    at_ms = models.BigIntegerField()
+
+    class Meta:
+        indexes = [
+            models.Index(fields=["engine_id", "id"], name="engine_event_engine_idx"),
+            models.Index(fields=["at_ms"], name="engine_event_at_idx"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.engine_id} {self.kind} by {self.actor}"

@@ -37,6 +37,10 @@ class Workflow(models.Model):
     state = models.JSONField(default=dict, blank=True)
     created_at_ms = models.BigIntegerField()
     updated_at_ms = models.BigIntegerField()
+    # Why a failed workflow failed, recorded by the runtime at its terminal write
+    # (claims.runtime.failures): exception type, message, step, traceback, when, epoch
+    # and engine. Null for every other status.
+    failure = models.JSONField(null=True, blank=True)
 
     class Meta:
         permissions = [
@@ -51,6 +55,9 @@ class Workflow(models.Model):
                 name="workflow_running_idx",
             ),
             models.Index(fields=["status", "workflow_type"], name="workflow_status_type_idx"),
+            # The workflows page's sorts, newest first (claims.selectors.workflow_list).
+            models.Index(fields=["updated_at_ms", "workflow_id"], name="workflow_updated_idx"),
+            models.Index(fields=["created_at_ms", "workflow_id"], name="workflow_created_idx"),
         ]
 
     def __str__(self) -> str:

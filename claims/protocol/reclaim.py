@@ -15,6 +15,7 @@ from collections.abc import Callable
 from .constants import AUTHORITATIVE_SCAN_LIMIT, TAKEOVER_MAX_ATTEMPTS
 from .decisions import after_takeover
 from .discovery import CURSOR_NAME, CandidateFinder, Discovery
+from .log_events import log_takeover
 from .metrics import ClaimMetrics
 from .reclaim_batch import AttemptStatus, SetBasedReclaim
 from .redrives import PendingRedrives
@@ -111,6 +112,7 @@ class ReclaimTarget(SetBasedReclaim):
             if step == "drive":
                 self._record("takeover")
                 assert result.epoch is not None
+                log_takeover(workflow_id, result.epoch, self.registry.engine_id)
                 return self._after_grant(workflow_id, result.epoch)
             if step == "backoff-skipped":
                 self._record("backoff_skipped")

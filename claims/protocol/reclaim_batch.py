@@ -12,6 +12,7 @@ from collections.abc import Callable
 from typing import Literal
 
 from .decisions import after_takeover
+from .log_events import log_takeover
 from .metrics import ClaimMetrics
 from .redrives import PendingRedrives
 from .registry import ClaimRegistry
@@ -86,6 +87,7 @@ class SetBasedReclaim:
             if step == "drive":
                 self._record("takeover")
                 assert result.epoch is not None
+                log_takeover(wf, result.epoch, self.registry.engine_id)
                 granted[wf] = result.epoch
             elif step == "backoff-skipped":
                 self._record("backoff_skipped")

@@ -15,6 +15,7 @@ from dataclasses import replace
 from .doubts import Doubt
 from .flight import Flight
 from .held_claims import HeldClaims
+from .log_events import log_event
 from .records import ClaimResult, Holder
 
 logger = logging.getLogger("weftboard.claims")
@@ -228,11 +229,13 @@ class ClaimRenewals(HeldClaims):
     def _report_lost(self, workflow_id: str, held: Holder, at_ms: int) -> None:
         if self.metrics is not None:
             self.metrics.record_attempt("deposed")
-        logger.warning(
-            "engine %s lost its claim on workflow %s at epoch %s",
-            self.engine_id,
-            workflow_id,
-            held.epoch,
+        log_event(
+            logger,
+            logging.WARNING,
+            "claim-lost",
+            workflow=workflow_id,
+            epoch=held.epoch,
+            engine=self.engine_id,
         )
         try:
             self.store.record_event(self._event(workflow_id, "deposed", held.epoch, None, at_ms))

@@ -27,6 +27,7 @@ from .errors import (
     InvalidStepNameError,
     NotJsonSerializableError,
 )
+from .failures import STEP_ERRORS_KEPT, error_summary, failure_record
 from .writes import workflow_checkpoint_write
 
 T = TypeVar("T")
@@ -70,6 +71,13 @@ class WorkflowContext:
         self._steps_seen: set[str] = set()
         self._sleeps_seen = 0
         self._stopped_by: BaseException | None = None
+        # Step retries within this drive: runs per step name, and each run that raised
+        # (kept for the failure record and the checkpoint of a step that then succeeded).
+        self._step_runs: dict[str, int] = {}
+        self._step_errors: list[dict[str, Any]] = []
+        # The last exceptions that left a step, with its name (held, not keyed by id():
+        # an id is reused once its exception is collected).
+        self._raised_in_step: list[tuple[BaseException, str]] = []
 
     @property
     def input(self) -> Any:
@@ -109,9 +117,10 @@ class WorkflowContext:
             return copy.deepcopy(recorded["result"])
         self._check_may_start_side_effect(name)
         # A step that raised has no result: workflow code may catch that and retry the name.
-        result = json_value(fn(*args), what=f"the result of step {name!r}")
+        result = self._run_step(name, fn, *args)
         now = self._clock()
         record = {"result": result, "epoch": self.epoch, "engine_id": self.engine_id, "at_ms": now}
+        record.update(self._retry_note(name))
         state = {**self._state, "steps": {**self._records("steps"), name: record}}
         state.pop("park", None)  # a step after a sleep means the sleep is over
         self._commit(state, now)
@@ -158,7 +167,63 @@ class WorkflowContext:
         self._commit(state, now)
         self._halt(DriveParked(self.workflow_id, wake_at))
 
+    def failure_of(self, error: BaseException, *, at_ms: int) -> dict[str, Any]:
+        """Why this drive fails with ``error``: the record Workflow.failure keeps
+        (claims.runtime.failures), naming the step the error (or one it chains) left."""
+        return failure_record(
+            error,
+            step=self._step_of(error),
+            at_ms=at_ms,
+            epoch=self.epoch,
+            engine_id=self.engine_id,
+            step_errors=self._step_errors,
+        )
+
     # -- internals -------------------------------------------------------------
+
+    def _run_step(self, name: str, fn: Callable[..., Any], *args: Any) -> Any:
+        """One run of a step's function, its result as JSON; a run that raises is noted."""
+        self._step_runs[name] = self._step_runs.get(name, 0) + 1
+        try:
+            return json_value(fn(*args), what=f"the result of step {name!r}")
+        except Exception as error:
+            self._raised_in_step = [*self._raised_in_step[-STEP_ERRORS_KEPT + 1 :], (error, name)]
+            self._step_errors = self._step_errors[-STEP_ERRORS_KEPT + 1 :]
+            self._step_errors.append(
+                {
+                    "step": name,
+                    "attempt": self._step_runs[name],
+                    **error_summary(error),
+                    "at_ms": self._clock(),
+                }
+            )
+            raise
+
+    def _retry_note(self, name: str) -> dict[str, Any]:
+        """For a step that succeeded after runs that raised: how many runs, and the last
+        error, kept in its checkpoint so the workflow's history shows the retries."""
+        runs = self._step_runs.get(name, 1)
+        if runs <= 1:
+            return {}
+        errors = [e for e in self._step_errors if e["step"] == name]
+        last = errors[-1] if errors else None
+        note: dict[str, Any] = {"attempts": runs}
+        if last is not None:
+            note["last_error"] = f"{last['type']}: {last['message']}"
+        return note
+
+    def _step_of(self, error: BaseException) -> str | None:
+        """The step ``error`` was raised in, following its cause and context chain (workflow
+        code may wrap a step's error in its own); None for an error outside every step."""
+        seen: set[int] = set()
+        current: BaseException | None = error
+        while current is not None and id(current) not in seen:
+            seen.add(id(current))
+            for raised, step in self._raised_in_step:
+                if raised is current:
+                    return step
+            current = current.__cause__ or current.__context__
+        return None
 
     def _records(self, key: str) -> dict[str, Any]:
         records = self._state.get(key)

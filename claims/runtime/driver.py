@@ -15,6 +15,7 @@ from typing import Any, Literal
 
 from claims.models import Workflow, WorkflowStatus
 from claims.protocol import ClaimRegistry, Clock, EngineDeposedError
+from claims.protocol.log_events import log_event
 
 from .context import WorkflowContext, json_value
 from .errors import DriveStopped, UnknownWorkflowTypeError
@@ -133,14 +134,14 @@ class WorkflowDriver:
                 return self._stopped(ctx, error)
             if not isinstance(error, Exception):
                 raise  # KeyboardInterrupt, SystemExit: the process is going away
-            return self._end(ctx, workflow_type, WorkflowStatus.FAILED, _error_record(error))
+            return self._fail(ctx, workflow_type, error)
         if ctx.stopped_by is not None:
             # The workflow code caught the stop and returned: what it returned is void.
             return self._stopped(ctx, ctx.stopped_by)
         try:
             stored = json_value(result, what="the result of the workflow")
         except Exception as error:
-            return self._end(ctx, workflow_type, WorkflowStatus.FAILED, _error_record(error))
+            return self._fail(ctx, workflow_type, error)
         return self._end(ctx, workflow_type, WorkflowStatus.COMPLETED, stored)
 
     def _stopped(self, ctx: WorkflowContext, error: BaseException) -> DriveOutcome:
@@ -152,8 +153,21 @@ class WorkflowDriver:
             return "deposed"
         raise error  # the database failed under a checkpoint: the caller re-drives later
 
+    def _fail(self, ctx: WorkflowContext, workflow_type: str, error: Exception) -> DriveOutcome:
+        """End the workflow as failed, recording why while the traceback is at hand."""
+        failure = ctx.failure_of(error, at_ms=self.clock())
+        return self._end(
+            ctx, workflow_type, WorkflowStatus.FAILED, _error_record(error), failure=failure
+        )
+
     def _end(
-        self, ctx: WorkflowContext, workflow_type: str, status: WorkflowStatus, value: Any
+        self,
+        ctx: WorkflowContext,
+        workflow_type: str,
+        status: WorkflowStatus,
+        value: Any,
+        *,
+        failure: dict[str, Any] | None = None,
     ) -> DriveOutcome:
         now = self.clock()
         key = "result" if status == WorkflowStatus.COMPLETED else "error"
@@ -163,7 +177,12 @@ class WorkflowDriver:
         def write() -> None:
             ctx.check_epoch_unchanged()
             workflow_terminal_write(
-                ctx.workflow_id, workflow_type=workflow_type, status=status, state=state, now_ms=now
+                ctx.workflow_id,
+                workflow_type=workflow_type,
+                status=status,
+                state=state,
+                now_ms=now,
+                failure=failure,
             )
 
         try:
@@ -183,11 +202,14 @@ class WorkflowDriver:
                 if self.registry.current_epoch(workflow_id) != epoch:
                     del self._deposed[workflow_id]
             self._deposed[ctx.workflow_id] = ctx.epoch
-        logger.warning(
-            "engine %s was deposed from workflow %s (epoch %s); its drive stopped unwritten",
-            self.registry.engine_id,
-            ctx.workflow_id,
-            ctx.epoch,
+        # The drive stopped unwritten: a fenced write found the claim had moved on.
+        log_event(
+            logger,
+            logging.WARNING,
+            "deposed",
+            workflow=ctx.workflow_id,
+            epoch=ctx.epoch,
+            engine=self.registry.engine_id,
         )
 
 

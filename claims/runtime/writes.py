@@ -34,12 +34,14 @@ def workflow_terminal_write(
     status: WorkflowStatus,
     state: dict[str, Any],
     now_ms: int,
+    failure: dict[str, Any] | None = None,
 ) -> None:
     """Complete or fail a running workflow and its index row. Caller is inside
-    ``registry.finish``, which releases the claim in the same transaction."""
+    ``registry.finish``, which releases the claim in the same transaction, so a failure
+    record (claims.runtime.failures) is stored exactly when the workflow fails."""
     updated = Workflow.objects.filter(
         workflow_id=workflow_id, status=WorkflowStatus.RUNNING
-    ).update(status=status, state=state, updated_at_ms=now_ms)
+    ).update(status=status, state=state, updated_at_ms=now_ms, failure=failure)
     if updated != 1:
         raise EngineDeposedError(workflow_id)
     workflow_index(

@@ -78,7 +78,7 @@ def _ownerless_running(inputs: AlertInputs) -> Alert | None:
         "Stranded until a reclaim pass claims them; persistent counts mean no live "
         "engine runs their type, or reclaim is not running.",
         "claims:claims",
-        "state=ownerless",
+        "state=stranded",
         inputs.ownerless_examples,
     )
 
@@ -177,6 +177,24 @@ def _index_incomplete(inputs: AlertInputs) -> Alert | None:
         "No backfill has finished clean, so listing pages cannot trust the index; "
         "the reclaim scan of the Workflow table still finds un-indexed workflows.",
         "claims:backfills",
+    )
+
+
+def engines_below_minimum(healthy: int, minimum: int) -> Alert | None:
+    """Fewer active, non-silent engines than WEFTBOARD_MIN_ENGINES. Not one of the overview's
+    rules: every page shows it at the top (claims.context_processors)."""
+    if healthy >= minimum:
+        return None
+    if healthy == 0:
+        title = "No engine is running"
+    else:
+        title = f"Only {healthy} of at least {minimum} engine(s) running"
+    return Alert(
+        "critical",
+        title,
+        "No workflow progresses without an engine, and claims held by silent engines wait "
+        "for a live one to take them over. Start workers, or check the broker and beat.",
+        "claims:engines",
     )
 
 

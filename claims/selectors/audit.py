@@ -9,10 +9,21 @@ from django.db.models import QuerySet
 
 from claims.models import ClaimEvent
 from claims.store.rows import EVENT_TRANSITION_FIELDS
+from claims.utc_text import iso_utc
+
+from .engine_names import engine_condition
 
 PAGE_SIZE = 50
 CSV_MAX_ROWS = 100_000
 CSV_COLUMNS = ("id", "at_ms", *EVENT_TRANSITION_FIELDS, "reason")
+# The CSV's header: each millisecond column is followed by the same instant as ISO 8601
+# UTC text (at_ms, at_utc), which a person or a spreadsheet reads without converting.
+_MS_COLUMNS = frozenset(i for i, name in enumerate(CSV_COLUMNS) if name.endswith("_ms"))
+CSV_HEADER = tuple(
+    column
+    for name in CSV_COLUMNS
+    for column in ((name, name.removesuffix("_ms") + "_utc") if name.endswith("_ms") else (name,))
+)
 
 
 @dataclass(frozen=True)
@@ -38,7 +49,7 @@ def _events(filters: AuditFilters) -> QuerySet[ClaimEvent]:
     if filters.kind:
         rows = rows.filter(kind=filters.kind)
     if filters.engine:
-        rows = rows.filter(engine_id=filters.engine)
+        rows = rows.filter(engine_condition("engine_id", filters.engine))  # id or name
     if filters.actor:
         rows = rows.filter(actor=filters.actor)
     if filters.operator_only:
@@ -64,7 +75,18 @@ def audit_page(
     return AuditPage(items[:limit], next_cursor, now_ms)
 
 
+def _with_iso_utc(row: tuple[object, ...]) -> tuple[object, ...]:
+    cells: list[object] = []
+    for index, value in enumerate(row):
+        cells.append(value)
+        if index in _MS_COLUMNS:
+            cells.append(iso_utc(value) if isinstance(value, int) else "")
+    return tuple(cells)
+
+
 def audit_rows(filters: AuditFilters) -> Iterator[tuple[object, ...]]:
-    """Every matching event as a CSV row, newest first, at most CSV_MAX_ROWS; streamed."""
+    """Every matching event as a CSV row (``CSV_HEADER``), newest first, at most
+    CSV_MAX_ROWS; streamed."""
     rows = _events(filters).values_list(*CSV_COLUMNS)[:CSV_MAX_ROWS]
-    yield from rows.iterator(chunk_size=2_000)
+    for row in rows.iterator(chunk_size=2_000):
+        yield _with_iso_utc(row)

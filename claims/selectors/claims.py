@@ -1,19 +1,45 @@
-"""The claim listing shared by the pages and the API: filters, derived state, keyset pages."""
+"""The claim listing shared by the pages and the API: scopes, filters, derived state,
+sorts and keyset pages (docs/design.md §7)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any, Literal, cast
 
-from django.db.models import Q
+from django.db.models import Q, QuerySet, Value
+from django.db.models.functions import StrIndex
 
-from claims.models import WorkflowClaim
+from claims.models import Workflow, WorkflowClaim, WorkflowStatus
+from claims.protocol.errors import InvalidInputError
 from claims.protocol.records import ClaimRow
-from claims.protocol.states import ClaimState, derive_claim_state
+from claims.protocol.states import CLAIM_STATES, ClaimState, derive_claim_state
 from claims.protocol.timing import ClaimTiming
 from claims.store.claim_sets import HOLDER_INVALID, HOLDER_PRESENT
 from claims.store.rows import HOLDER_COLUMNS, claim_row_from_values
 
+from .claim_order import (
+    STATE_RANK,
+    ClaimSort,
+    Cursor,
+    after,
+    after_in_nulls,
+    decode_cursor,
+    encode_cursor,
+)
+from .engine_names import engine_condition
+from .last_holders import LastHolder, last_holders
+
 MAX_PAGE = 200
+# What the list shows besides one derived state: "attention" is every held row (live, in
+# grace, expired, invalid) and the stranded ones (no holder, workflow running), which
+# leaves out the ownerless rows of finished workflows; "all" is every row ever claimed.
+ClaimScope = Literal["attention", "stranded", "all"]
+CLAIM_SCOPES: tuple[ClaimScope, ...] = ("attention", "stranded", "all")
+CLAIM_FILTERS: tuple[str, ...] = (*CLAIM_SCOPES, *CLAIM_STATES)
+# workflow_id, epoch, the four holder columns
+_COLUMNS = ("workflow_id", "epoch", *HOLDER_COLUMNS)
+# The states the state sort reads, with the instant and timing that judge them.
+StateScope = tuple[tuple[ClaimState, ...], bool, int, ClaimTiming]
 
 
 @dataclass(frozen=True)
@@ -26,6 +52,10 @@ class ClaimView:
     claimed_at_ms: int | None
     state: ClaimState
     expires_in_ms: int | None  # negative once past expiry
+    stranded: bool = False  # ownerless while its workflow runs
+    # For a row without a holder: the last engine that held it and when it let go.
+    last_holder_engine_id: str | None = None
+    last_held_at_ms: int | None = None
 
 
 @dataclass(frozen=True)
@@ -33,12 +63,21 @@ class ClaimPage:
     items: list[ClaimView]
     next_cursor: str | None
     as_of_ms: int
+    sort: str = "workflow_id"
 
 
-def claim_view(row: ClaimRow, now_ms: int, timing: ClaimTiming) -> ClaimView:
+def claim_view(
+    row: ClaimRow,
+    now_ms: int,
+    timing: ClaimTiming,
+    *,
+    running: bool = False,
+    last: LastHolder | None = None,
+) -> ClaimView:
     """What an operator sees of one claim row at ``now_ms``."""
     holder = row.holder
     expires = None if holder is None else holder.expires_at_ms
+    state = derive_claim_state(row, now_ms, timing)
     return ClaimView(
         workflow_id=row.workflow_id,
         epoch=row.epoch,
@@ -46,8 +85,11 @@ def claim_view(row: ClaimRow, now_ms: int, timing: ClaimTiming) -> ClaimView:
         holder_epoch=None if holder is None else holder.epoch,
         expires_at_ms=expires,
         claimed_at_ms=None if holder is None else holder.claimed_at_ms,
-        state=derive_claim_state(row, now_ms, timing),
+        state=state,
         expires_in_ms=None if expires is None else expires - now_ms,
+        stranded=state == "ownerless" and running,
+        last_holder_engine_id=None if last is None else last.engine_id,
+        last_held_at_ms=None if last is None else last.at_ms,
     )
 
 
@@ -65,31 +107,138 @@ def state_condition(state: ClaimState, now_ms: int, timing: ClaimTiming) -> Q:
     }[state]
 
 
+def filter_condition(name: str, now_ms: int, timing: ClaimTiming) -> Q:
+    """A scope (attention, stranded, all) or one derived state, as SQL."""
+    # IN over the running workflows' partial index: PostgreSQL hashes it once per query.
+    running = Q(workflow_id__in=Workflow.objects.filter(status=WorkflowStatus.RUNNING).values("pk"))
+    if name == "all":
+        return Q()
+    if name == "attention":
+        return HOLDER_PRESENT | running
+    if name == "stranded":
+        return ~HOLDER_PRESENT & running
+    if name not in CLAIM_STATES:
+        raise InvalidInputError(
+            f"state must be one of {', '.join(CLAIM_FILTERS)}; got {name[:40]!r}"
+        )
+    return state_condition(cast(ClaimState, name), now_ms, timing)
+
+
+def _states_in_scope(state: str | None) -> tuple[ClaimState, ...]:
+    """The derived states a filter can return, so the state sort reads only those."""
+    if state in CLAIM_STATES:
+        return (cast(ClaimState, state),)
+    return ("ownerless",) if state == "stranded" else CLAIM_STATES
+
+
+def _state_values(
+    rows: QuerySet[Any], sort: ClaimSort, cursor: Cursor | None, n: int, scope: StateScope
+) -> list[tuple[Any, ...]]:
+    """The state sort: state by state in STATE_RANK order (reversed when descending), each
+    read in workflow-id order along the held or the primary-key index. A CASE over every
+    row would sort the whole table per page; this is at most five short reads."""
+    states, scoped, now_ms, timing = scope
+    ranked = sorted(states, key=STATE_RANK.__getitem__, reverse=sort.descending)
+    found: list[tuple[Any, ...]] = []
+    at = None if cursor is None else cast(int, cursor.value)  # the cursor row's rank
+    for state in ranked:
+        rank = STATE_RANK[state]
+        if at is not None and (rank > at if sort.descending else rank < at):
+            continue  # before the cursor's state
+        part = rows.filter(state_condition(state, now_ms, timing))
+        if state == "ownerless" and scoped:  # the one state the scope narrows
+            part = part.filter(filter_condition("stranded", now_ms, timing))
+        if cursor is not None and rank == at:
+            part = part.filter(after(sort, "workflow_id", cursor))
+        ordered = part.order_by(*sort.order_by("workflow_id"))
+        found += list(ordered.values_list(*_COLUMNS)[: n - len(found)])
+        if len(found) >= n:
+            break
+    return found
+
+
+def _keyset_values(
+    rows: QuerySet[Any], sort: ClaimSort, cursor: Cursor | None, n: int
+) -> list[tuple[Any, ...]]:
+    """Up to ``n`` rows in ``sort`` after ``cursor``: rows with a value first, then (for a
+    column that can be null) the rows without one, each read along its own index."""
+    column = sort.column
+    found: list[tuple[Any, ...]] = []
+    if cursor is None or cursor.value is not None:
+        having = rows.filter(**{f"{column}__isnull": False}) if sort.nullable else rows
+        if cursor is not None:
+            having = having.filter(after(sort, column, cursor))
+        found = list(having.order_by(*sort.order_by(column)).values_list(*_COLUMNS)[:n])
+    if sort.nullable and len(found) < n:
+        missing = rows.filter(after_in_nulls(sort, cursor), **{f"{column}__isnull": True})
+        ordered = missing.order_by(*sort.order_by("workflow_id"))
+        found += list(ordered.values_list(*_COLUMNS)[: n - len(found)])
+    return found
+
+
+def _sort_value(sort: ClaimSort, view: ClaimView, raw: tuple[Any, ...]) -> Any:
+    if sort.field == "state":
+        return STATE_RANK[view.state]
+    return raw[_COLUMNS.index(sort.column)] if sort.column in _COLUMNS else None
+
+
 def claim_list(
     *,
     now_ms: int,
     timing: ClaimTiming,
-    state: ClaimState | None = None,
+    state: str | None = None,
     engine: str | None = None,
     prefix: str | None = None,
+    search: str | None = None,
+    sort: str | None = None,
     cursor: str | None = None,
     limit: int = 50,
 ) -> ClaimPage:
-    """One page of claims in workflow-id order after ``cursor``; one query whatever the size."""
+    """One page of claims in ``sort`` order after ``cursor``: one query, two for a sort on a
+    column that can be null, up to five for the state sort (one per state), and two more
+    when the page has ownerless rows (their last holders, which of them run).
+    ``state`` is a derived state or a scope (CLAIM_FILTERS); ``search`` a substring of the
+    workflow id (case-sensitive). A bad sort or a cursor from another sort: InvalidInputError."""
     limit = max(1, min(limit, MAX_PAGE))
-    rows = WorkflowClaim.objects.order_by("workflow_id")
-    if state is not None:
-        rows = rows.filter(state_condition(state, now_ms, timing))
+    order = ClaimSort.parse(sort)
+    position = None if not cursor else decode_cursor(order, cursor)
+    rows = WorkflowClaim.objects.all()
+    # The state sort applies a scope state by state: only its ownerless rows need the join.
+    scoped = order.field == "state" and state in ("attention", "stranded")
+    if state and not scoped:
+        rows = rows.filter(filter_condition(state, now_ms, timing))
     if engine:
-        rows = rows.filter(holder_engine_id=engine)
+        rows = rows.filter(engine_condition("holder_engine_id", engine))  # id or name
     if prefix:
         rows = rows.filter(workflow_id__startswith=prefix)
-    if cursor:
-        rows = rows.filter(workflow_id__gt=cursor)
-    values = list(rows.values_list("workflow_id", "epoch", *HOLDER_COLUMNS)[: limit + 1])
-    items = [
-        claim_view(claim_row_from_values(workflow_id, *columns), now_ms, timing)
-        for workflow_id, *columns in values[:limit]
-    ]
-    next_cursor = items[-1].workflow_id if len(values) > limit else None
-    return ClaimPage(items, next_cursor, now_ms)
+    if search:
+        # strpos / instr: case-sensitive on both databases, as ids are, and on PostgreSQL
+        # a third of the cost of a case-folded LIKE over the same scan (no trigram index:
+        # every renewal would write to it, docs/design.md §7).
+        rows = rows.alias(found_at=StrIndex("workflow_id", Value(search))).filter(found_at__gt=0)
+    if order.field == "state":
+        scope = (_states_in_scope(state), scoped, now_ms, timing)
+        values = _state_values(rows, order, position, limit + 1, scope)
+    else:
+        values = _keyset_values(rows, order, position, limit + 1)
+    released = [v[0] for v in values[:limit] if all(c is None for c in v[2:6])]
+    lasts, running = last_holders(released) if released else ({}, set())
+    items = []
+    for workflow_id, epoch, *holder in values[:limit]:
+        row = claim_row_from_values(workflow_id, epoch, *holder)
+        last, runs = lasts.get(workflow_id), workflow_id in running
+        items.append(claim_view(row, now_ms, timing, running=runs, last=last))
+    next_cursor = None
+    if len(values) > limit:
+        last_view, last_raw = items[-1], values[limit - 1]
+        value = _sort_value(order, last_view, last_raw)
+        next_cursor = encode_cursor(order, value, last_view.workflow_id)
+    return ClaimPage(items, next_cursor, now_ms, order.key)
+
+
+def workflow_id_known(workflow_id: str) -> bool:
+    """Whether ``workflow_id`` names a claim row or a workflow exactly (the jump box)."""
+    return (
+        WorkflowClaim.objects.filter(pk=workflow_id).exists()
+        or Workflow.objects.filter(pk=workflow_id).exists()
+    )

@@ -22,6 +22,7 @@ from claims.protocol.states import ClaimState
 from claims.protocol.timing import ClaimTiming
 
 from .derived import LATE_INTERVALS, PASS_NAMES, claims_by_state, pass_part
+from .engine_health import SILENT, is_silent, silent_holdings
 from .fleet_totals import LIVE_ENGINE_STATUSES
 
 ENGINE_LIMIT = 200
@@ -52,10 +53,18 @@ class EngineRow:
     passes: list[PassView]
     heartbeat_late: bool
     skew_over: bool
+    # Silent: live by status, but no heartbeat for TTL + 2 x renew interval (engine_health).
+    silent: bool = False
+    takeover_at_ms: int | None = None  # when a silent engine's last claim can be taken over
 
     @property
     def live(self) -> bool:
         return self.engine.status in LIVE_ENGINE_STATUSES
+
+    @property
+    def display_status(self) -> str:
+        """The status shown: the stored one, or ``silent``."""
+        return SILENT if self.silent else self.engine.status
 
 
 @dataclass(frozen=True)
@@ -64,6 +73,16 @@ class EngineList:
     total: int
     capped: bool
     as_of_ms: int
+
+    @property
+    def live_rows(self) -> list[EngineRow]:
+        """Active and disposing engines, silent ones included: shown first."""
+        return [row for row in self.rows if row.live]
+
+    @property
+    def history_rows(self) -> list[EngineRow]:
+        """Stopped and dead engines, folded into the page's history section."""
+        return [row for row in self.rows if not row.live]
 
 
 @dataclass(frozen=True)
@@ -122,6 +141,10 @@ def _rows(engines: Sequence[Engine], now_ms: int, timing: ClaimTiming) -> list[E
         .values_list("holder_engine_id", "n")
     )
     late_before = now_ms - LATE_INTERVALS * timing.renew_interval_ms
+    silent = silent_holdings(
+        [e.engine_id for e in engines if is_silent(e.status, e.heartbeat_at_ms, now_ms, timing)],
+        timing,
+    )
     return [
         EngineRow(
             engine=engine,
@@ -132,6 +155,10 @@ def _rows(engines: Sequence[Engine], now_ms: int, timing: ClaimTiming) -> list[E
             and engine.heartbeat_at_ms < late_before,
             skew_over=engine.clock_skew_ms is not None
             and abs(engine.clock_skew_ms) > timing.safe_skew_ms,
+            silent=engine.engine_id in silent,
+            takeover_at_ms=(
+                silent[engine.engine_id].takeover_at_ms if engine.engine_id in silent else None
+            ),
         )
         for engine in engines
     ]
@@ -139,7 +166,7 @@ def _rows(engines: Sequence[Engine], now_ms: int, timing: ClaimTiming) -> list[E
 
 def engine_list(*, now_ms: int, timing: ClaimTiming, status: str | None = None) -> EngineList:
     """Live engines first, then the dead, then the stopped, newest first within each, so
-    rows keep their place across refreshes; three queries."""
+    rows keep their place across refreshes; three queries, four when some are silent."""
     order = Case(
         *(When(status=s, then=Value(i)) for i, s in enumerate(STATUS_ORDER)),
         default=Value(len(STATUS_ORDER)),

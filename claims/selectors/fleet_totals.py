@@ -3,10 +3,15 @@ everything /metrics shows. Each is a fixed number of queries whatever the fleet'
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 from django.db.models import Count, Q, Sum
+
+from .derived import LATE_INTERVALS
+
+if TYPE_CHECKING:
+    from claims.protocol.timing import ClaimTiming
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,13 +50,28 @@ class FleetMetrics:
     candidates_by_source: dict[str, int]
     pass_summaries: list[dict[str, Any]]
     backfill_progress: float | None
+    # Held claims of each live engine that is not silent, by engine id: the only
+    # per-engine series, so the label set is bounded by the live fleet (ids change
+    # at every restart; a series per id ever seen would grow without bound).
+    held_by_live_engine: dict[str, int] = field(default_factory=dict)
+    # Active engines that are not silent: what WEFTBOARD_MIN_ENGINES is judged against.
+    engines_healthy: int = 0
 
 
 LIVE_ENGINE_STATUSES = ("active", "disposing")
 
 
-def fleet_metrics() -> FleetMetrics:
-    """Everything /metrics shows, in five queries whatever the fleet's size."""
+def silent_before_ms(now_ms: int, timing: ClaimTiming) -> int:
+    """An engine whose last heartbeat is before this is silent: TTL + 2 renew intervals."""
+    return now_ms - timing.ttl_ms - LATE_INTERVALS * timing.renew_interval_ms
+
+
+def fleet_metrics(*, now_ms: int | None = None, timing: ClaimTiming | None = None) -> FleetMetrics:
+    """Everything /metrics shows, in five queries whatever the fleet's size.
+
+    ``now_ms`` and ``timing`` (the fleet clock's, when omitted) decide which live engines
+    are silent and so get no per-engine series.
+    """
     from claims.models import (
         ACTIVE_BACKFILL_STATUSES,
         BackfillJob,
@@ -62,6 +82,11 @@ def fleet_metrics() -> FleetMetrics:
         ReclaimCursor,
     )
 
+    if now_ms is None or timing is None:
+        from claims.fleet_clock import fleet_now
+
+        now_ms, timing = fleet_now()
+    silent_before = silent_before_ms(now_ms, timing)
     counters = {
         row["name"]: int(row["total"] or 0)
         for row in ClaimCounter.objects.values("name").annotate(total=Sum("value")).order_by()
@@ -70,11 +95,19 @@ def fleet_metrics() -> FleetMetrics:
     active_claims = 0
     candidates: dict[str, int] = {}
     summaries: list[dict[str, Any]] = []
-    for status, held, summary in Engine.objects.values_list("status", "held_count", "pass_summary"):
+    held_by_live_engine: dict[str, int] = {}
+    engines_healthy = 0
+    rows = Engine.objects.values_list(
+        "engine_id", "status", "heartbeat_at_ms", "held_count", "pass_summary"
+    )
+    for engine_id, status, heartbeat_at_ms, held, summary in rows:
         engines_by_status[status] = engines_by_status.get(status, 0) + 1
         summaries.append(summary or {})
         if status in LIVE_ENGINE_STATUSES:
             active_claims += held
+            if heartbeat_at_ms >= silent_before:
+                held_by_live_engine[engine_id] = held
+                engines_healthy += status == "active"
             found = (summary or {}).get("reclaim", {}).get("candidates", {})
             for source, count in found.items():
                 candidates[source] = candidates.get(source, 0) + int(count)
@@ -98,4 +131,6 @@ def fleet_metrics() -> FleetMetrics:
         candidates_by_source=candidates,
         pass_summaries=summaries,
         backfill_progress=progress,
+        held_by_live_engine=held_by_live_engine,
+        engines_healthy=engines_healthy,
     )

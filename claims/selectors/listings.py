@@ -6,6 +6,8 @@ from dataclasses import dataclass
 
 from claims.models import Engine, PendingRedrive, ReclaimCursor
 
+from .engine_names import engine_condition
+
 DEFAULT_CURSOR = "default"
 
 
@@ -29,7 +31,7 @@ def redrive_list(
     """Pending re-drives in row order after ``cursor`` (a row id)."""
     rows = PendingRedrive.objects.order_by("id")
     if engine:
-        rows = rows.filter(engine_id=engine)
+        rows = rows.filter(engine_condition("engine_id", engine))  # id or name
     if cursor is not None:
         rows = rows.filter(id__gt=cursor)
     found = list(rows[: limit + 1])

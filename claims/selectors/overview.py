@@ -48,6 +48,7 @@ from .alert_rules import (
     silent_holders,
 )
 from .derived import PASS_NAMES, claims_by_state_and_holder, pass_part
+from .engine_health import silent_before_ms
 from .fleet_totals import LIVE_ENGINE_STATUSES, workflow_status_counts
 
 RECENTLY_DEAD_MS = 3_600_000
@@ -76,6 +77,7 @@ class Overview:
     oldest_redrive_ms: int | None
     passes: list[PassTimes]
     alerts: list[Alert]
+    engines_silent: int = 0  # live by status, no heartbeat for TTL + 2 x renew interval
 
 
 def _ids_and_count(rows: Any) -> tuple[int, list[str]]:
@@ -180,9 +182,17 @@ def _redrive_totals(now_ms: int, timing: ClaimTiming) -> dict[str, Any]:
     )
 
 
-def _engine_totals(now_ms: int) -> dict[str, int]:
-    """Engines per status, and how many were marked dead after a heartbeat within the hour."""
+def _engine_totals(now_ms: int, timing: ClaimTiming) -> dict[str, int]:
+    """Engines per status, how many were marked dead after a heartbeat within the hour, and
+    how many live ones are silent (claims.selectors.engine_health)."""
     return Engine.objects.aggregate(
+        silent=Count(
+            "pk",
+            filter=Q(
+                status__in=LIVE_ENGINE_STATUSES,
+                heartbeat_at_ms__lt=silent_before_ms(now_ms, timing),
+            ),
+        ),
         **{status: Count("pk", filter=Q(status=status)) for status in EngineStatus.values},
         recently_dead=Count(
             "pk",
@@ -223,7 +233,7 @@ def overview(*, now_ms: int, timing: ClaimTiming) -> Overview:
     """Everything the overview page shows, read at ``now_ms`` on the fleet clock."""
     scan = latest_fleet_scan(now_ms=now_ms, timing=timing)
     redrive = _redrive_totals(now_ms, timing)
-    engine_totals = _engine_totals(now_ms)
+    engine_totals = _engine_totals(now_ms, timing)
     live = _live_engines()
     silent = silent_holders(scan.by_holder, live, late_before_ms(now_ms, timing))
     stale_examples = _claim_examples(silent)
@@ -256,4 +266,5 @@ def overview(*, now_ms: int, timing: ClaimTiming) -> Overview:
         oldest_redrive_ms=redrive["oldest"],
         passes=_pass_times(live),
         alerts=alerts,
+        engines_silent=engine_totals["silent"],
     )

@@ -1,4 +1,5 @@
-"""One workflow as an operator reads it: status, claim, epoch timeline, checkpoints, re-drives.
+"""One workflow as an operator reads it: status, claim, epoch timeline, checkpoints, re-drives,
+and for a failed one why it failed and how often it was retried and re-driven.
 
 Five queries whatever the workflow's history (events are capped at EVENT_LIMIT).
 """
@@ -6,7 +7,7 @@ Five queries whatever the workflow's history (events are capped at EVENT_LIMIT).
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from claims.models import ClaimEvent, Engine, PendingRedrive, Workflow, WorkflowClaim
@@ -28,6 +29,8 @@ class Checkpoint:
     engine_id: str | None
     at_ms: int | None
     preview: str
+    attempts: int = 1  # runs of the step in the drive that checkpointed it
+    last_error: str | None = None  # of the runs that raised before it succeeded
 
 
 @dataclass(frozen=True)
@@ -35,6 +38,17 @@ class HolderEngine:
     engine_id: str
     status: str
     heartbeat_at_ms: int
+
+
+@dataclass(frozen=True)
+class Drive:
+    """One grant of the claim, so one drive of the workflow; a number above 1 is a re-drive."""
+
+    number: int
+    epoch: int
+    engine_id: str | None
+    kind: str
+    at_ms: int
 
 
 @dataclass(frozen=True)
@@ -52,6 +66,19 @@ class WorkflowDetail:
     outcome: tuple[str, str] | None  # ("result" | "error", preview)
     redrives: list[PendingRedrive]
     as_of_ms: int
+    failure: dict[str, Any] | None = None  # Workflow.failure (claims.runtime.failures)
+    drives: list[Drive] = field(default_factory=list)  # oldest first, from the events
+
+    @property
+    def step_retries(self) -> list[Checkpoint]:
+        """Checkpointed steps that ran more than once before they succeeded."""
+        return [c for c in self.checkpoints if c.attempts > 1]
+
+    @property
+    def step_errors(self) -> list[dict[str, Any]]:
+        """The step runs that raised in the drive that failed (from its failure record)."""
+        errors = (self.failure or {}).get("step_errors")
+        return [e for e in errors if isinstance(e, dict)] if isinstance(errors, list) else []
 
 
 def preview(value: Any) -> str:
@@ -86,10 +113,34 @@ def _checkpoints(state: dict[str, Any]) -> list[Checkpoint]:
                 engine_id=record.get("engine_id"),
                 at_ms=record.get("at_ms"),
                 preview=preview(record.get("result")),
+                attempts=_attempts(record.get("attempts")),
+                last_error=record.get("last_error"),
             )
         )
     checkpoints.sort(key=lambda c: (c.at_ms is None, c.at_ms or 0, c.name))
     return checkpoints
+
+
+def _attempts(value: Any) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 1
+
+
+# Claim events that hand the workflow to an engine for a drive (docs/design.md §4).
+DRIVE_GRANTS = frozenset({"acquired", "adopted", "takeover", "forced_takeover"})
+
+
+def drives_of(events_oldest_first: list[ClaimEvent]) -> list[Drive]:
+    """One drive per epoch granted to an engine (an adopt of the epoch just acquired is
+    the same drive), numbered in order: every drive after the first is a re-drive."""
+    drives: list[Drive] = []
+    seen: set[int] = set()
+    for event in events_oldest_first:
+        epoch = event.epoch_after
+        if event.kind not in DRIVE_GRANTS or epoch is None or epoch in seen:
+            continue
+        seen.add(epoch)
+        drives.append(Drive(len(drives) + 1, epoch, event.engine_id, event.kind, event.at_ms))
+    return drives
 
 
 def workflow_detail(workflow_id: str, *, now_ms: int, timing: ClaimTiming) -> WorkflowDetail | None:
@@ -149,4 +200,11 @@ def workflow_detail(workflow_id: str, *, now_ms: int, timing: ClaimTiming) -> Wo
         outcome=outcome,
         redrives=list(PendingRedrive.objects.filter(workflow_id=workflow_id).order_by("engine_id")),
         as_of_ms=now_ms,
+        failure=_failure(workflow),
+        drives=drives_of(list(reversed(events))),
     )
+
+
+def _failure(workflow: Workflow | None) -> dict[str, Any] | None:
+    failure = None if workflow is None else workflow.failure
+    return failure if isinstance(failure, dict) else None

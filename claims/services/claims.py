@@ -1,4 +1,5 @@
-"""The operator's forced actions on a claim: release, and takeover with its adopt message.
+"""The operator's forced actions on a claim: release (one, or every claim of one engine),
+and takeover with its adopt message.
 
 Both are compare-and-swaps on the epoch the operator saw (docs/design.md §7, "Actions"),
 and both obey claims.services.rules: nothing while read-only, and a reason.
@@ -7,7 +8,9 @@ and both obey claims.services.rules: nothing while read-only, and a reason.
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Literal
 
 from django.db import transaction
 
@@ -15,7 +18,12 @@ from claims.conf import claim_timing
 from claims.fleet_clock import fleet_clock
 from claims.models import TERMINAL_STATUSES, Engine, EngineStatus, Workflow, WorkflowStatus
 from claims.protocol import Clock, rotate_claim
-from claims.protocol.errors import ClaimConfigError, InvalidTransitionError
+from claims.protocol.errors import (
+    ClaimConfigError,
+    InvalidInputError,
+    InvalidTransitionError,
+    StaleEpochError,
+)
 from claims.protocol.ids import check_workflow_id
 from claims.store import OrmClaimStore
 
@@ -67,6 +75,94 @@ def claim_force_release(
             actor=actor,
             reason=reason,
         )
+
+
+# One confirmation releases at most this many claims: a bigger batch is refused (422).
+BULK_RELEASE_MAX = 1_000
+
+BulkReleaseStatus = Literal["released", "moved", "not-held"]
+
+
+@dataclass(frozen=True)
+class BulkReleaseOutcome:
+    """One claim of a bulk release: released, or left alone because it had moved on since
+    the operator saw it (a 409 for that row; ``current_epoch`` is where it is now)."""
+
+    workflow_id: str
+    expected_epoch: int
+    status: BulkReleaseStatus
+    epoch_after: int | None = None
+    current_epoch: int | None = None
+    detail: str = ""
+
+    @property
+    def http_status(self) -> int:
+        return 200 if self.status == "released" else 409
+
+
+def claims_force_release_for_engine(
+    engine_id: str,
+    claims: Sequence[tuple[str, int]],
+    *,
+    actor: str | None,
+    reason: str,
+    clock: Clock | None = None,
+) -> list[BulkReleaseOutcome]:
+    """Force release each (workflow id, epoch the operator saw) that ``engine_id`` still
+    holds at that epoch; each one is claim_force_release in its own transaction (and its
+    own audit event), so a claim that moved on never rolls back the others.
+
+    The whole batch is checked first (read-only, reason, ids, size, no duplicates): bad
+    input raises InvalidInputError or InvalidWorkflowIdError and releases nothing.
+    """
+    refuse_if_read_only()
+    reason = operator_reason(reason)
+    checked = [(check_workflow_id(workflow_id), epoch) for workflow_id, epoch in claims]
+    if not checked:
+        raise InvalidInputError("name at least one claim to release")
+    if len(checked) > BULK_RELEASE_MAX:
+        raise InvalidInputError(f"at most {BULK_RELEASE_MAX} claims in one release")
+    if len({workflow_id for workflow_id, _ in checked}) != len(checked):
+        raise InvalidInputError("each workflow id may appear only once")
+    return [
+        _release_if_held_by(engine_id, workflow_id, epoch, actor, reason, clock)
+        for workflow_id, epoch in checked
+    ]
+
+
+def _release_if_held_by(
+    engine_id: str,
+    workflow_id: str,
+    expected_epoch: int,
+    actor: str | None,
+    reason: str,
+    clock: Clock | None,
+) -> BulkReleaseOutcome:
+    seen = BulkReleaseOutcome(workflow_id, expected_epoch, "not-held")
+    row = _store.read_claim(workflow_id)
+    if row is None:
+        return _outcome(seen, "not-held", None, "there is no claim row")
+    # A holder only changes with the epoch, so the compare-and-swap below still catches
+    # a claim granted elsewhere after this read.
+    if row.epoch == expected_epoch and (row.holder is None or row.holder.engine_id != engine_id):
+        return _outcome(seen, "not-held", row.epoch, f"not held by engine {engine_id}")
+    try:
+        epoch = claim_force_release(
+            workflow_id, expected_epoch=expected_epoch, actor=actor, reason=reason, clock=clock
+        )
+    except StaleEpochError as error:
+        return _outcome(seen, "moved", error.current_epoch, str(error))
+    except InvalidTransitionError as error:
+        return _outcome(seen, "not-held", expected_epoch, str(error))
+    return BulkReleaseOutcome(workflow_id, expected_epoch, "released", epoch_after=epoch)
+
+
+def _outcome(
+    seen: BulkReleaseOutcome, status: BulkReleaseStatus, current: int | None, detail: str
+) -> BulkReleaseOutcome:
+    return BulkReleaseOutcome(
+        seen.workflow_id, seen.expected_epoch, status, current_epoch=current, detail=detail
+    )
 
 
 def claim_force_takeover(

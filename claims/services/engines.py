@@ -4,6 +4,7 @@ or operator reason applies (read-only stops the dashboard, never the fleet)."""
 
 from __future__ import annotations
 
+import logging
 import os
 import socket
 from collections.abc import Mapping
@@ -12,17 +13,22 @@ from typing import Any
 from django.db import connection, transaction
 
 from claims.models import Engine, EngineStatus, FleetSnapshot, PendingRedrive
+from claims.protocol.log_events import log_event
 from claims.protocol.timing import ClaimTiming
 from claims.store.sql.counters import counter_statements
+
+logger = logging.getLogger("weftboard.claims")
 
 ENGINE_VERSION = "0.1.0"
 # An engine silent this many TTLs is dead: its claims have long been reclaimable.
 DEAD_AFTER_TTLS = 3
 
 
-def engine_register(*, engine_id: str, queue: str, now_ms: int) -> Engine:
+def engine_register(*, engine_id: str, queue: str, now_ms: int, name: str = "") -> Engine:
+    """Record a starting engine; ``name`` is its Celery worker's node name (``engine1@host``)."""
     return Engine.objects.create(
         engine_id=engine_id,
+        name=name,
         hostname=socket.gethostname(),
         pid=os.getpid(),
         queue=queue,
@@ -70,13 +76,37 @@ def engines_mark_silent_dead(*, now_ms: int, ttl_ms: int) -> int:
     no longer holds those claims, and would drop the rows itself.
     """
     with transaction.atomic():
-        marked = Engine.objects.filter(
+        silent = Engine.objects.filter(
             status__in=[EngineStatus.ACTIVE, EngineStatus.DISPOSING],
             heartbeat_at_ms__lt=now_ms - DEAD_AFTER_TTLS * ttl_ms,
-        ).update(status=EngineStatus.DEAD)
+        )
+        dead = list(silent.select_for_update().values_list("engine_id", "heartbeat_at_ms"))
+        marked = silent.filter(engine_id__in=[row[0] for row in dead]).update(
+            status=EngineStatus.DEAD
+        )
         gone = Engine.objects.filter(status__in=[EngineStatus.DEAD, EngineStatus.STOPPED])
         PendingRedrive.objects.filter(engine_id__in=gone.values("engine_id")).delete()
+    for engine_id, heartbeat_at_ms in dead:  # once: a dead engine is never marked again
+        log_event(
+            logger,
+            logging.WARNING,
+            "engine-dead",
+            engine=engine_id,
+            silent_s=(now_ms - heartbeat_at_ms) // 1000,
+        )
     return marked
+
+
+def engines_prune_history(*, now_ms: int, keep_ms: int) -> int:
+    """Delete stopped and dead engines whose last heartbeat (a stopping engine writes one
+    as it stops) is older than ``keep_ms``; returns how many. Engine rows only: claim rows,
+    claim events and counters outlive their engine (fleet counters never go down), and a
+    claim row naming a pruned holder still reads as held by an engine that is not live."""
+    deleted, _ = Engine.objects.filter(
+        status__in=[EngineStatus.STOPPED, EngineStatus.DEAD],
+        heartbeat_at_ms__lt=now_ms - keep_ms,
+    ).delete()
+    return deleted
 
 
 def counters_record(*, engine_id: str, totals: Mapping[str, int]) -> None:
@@ -95,10 +125,18 @@ def counters_record(*, engine_id: str, totals: Mapping[str, int]) -> None:
 
 
 def fleet_snapshot_take(*, now_ms: int, timing: ClaimTiming) -> None:
-    """Scan the fleet once for every overview poll until the next snapshot."""
+    """Scan the fleet once for every overview poll until the next snapshot, and add it to
+    the charts' history (pruned here too, so beat needs no other task)."""
+    from claims.selectors.fleet_history import history_row
     from claims.selectors.overview import fleet_scan
+
+    from .fleet_history import fleet_history_prune, fleet_history_record
 
     scan = fleet_scan(now_ms=now_ms, timing=timing)
     FleetSnapshot.objects.update_or_create(
         id=1, defaults={"taken_at_ms": scan.taken_at_ms, "data": scan.as_json()}
     )
+    # The charts' history (docs/design.md §7): kept and pruned here, on beat's cadence.
+    row = history_row(by_state=scan.by_state, by_holder=scan.by_holder)
+    fleet_history_record(taken_at_ms=scan.taken_at_ms, data=row)
+    fleet_history_prune(now_ms=now_ms)

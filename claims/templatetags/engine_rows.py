@@ -29,14 +29,14 @@ def engine_row(row: EngineRow, now_ms: int, claims_url: str) -> SafeString:
     """One <tr>, its cells in the order of the table's headings. Text an engine reported
     (hostname, status, id) is escaped; everything else is a number or fixed markup."""
     engine = row.engine
-    status = escape(engine.status)
+    status = escape(row.display_status)
     hostname = escape(engine.hostname)
     short_hostname = escape(Truncator(engine.hostname).chars(HOSTNAME_CHARS))
     holding_url = f"{escape(claims_url)}?engine={quote(engine.engine_id)}"
     counts = row.counters
     cells = [
-        f"<td>{engine_link(engine.engine_id)}</td>",
-        f'<td><span class="badge badge--{status}">{status}</span></td>',
+        _stacked(f"{engine_link(engine.engine_id)}{_name(engine)}"),
+        _stacked(f'<span class="badge badge--{status}">{status}</span>{_takeover(row, now_ms)}'),
         f'<td class="stack" title="{hostname} pid {engine.pid}">{short_hostname}'
         f"<small>pid {engine.pid}</small></td>",
         f"<td>{when(engine.heartbeat_at_ms, now_ms)}{LATE if row.heartbeat_late else ''}</td>",
@@ -49,6 +49,27 @@ def engine_row(row: EngineRow, now_ms: int, claims_url: str) -> SafeString:
         f'<td class="num">{counts["renewal_failures"]}</td>',
     ]
     return mark_safe(f"<tr>{''.join(cells)}</tr>")
+
+
+def _stacked(html: str) -> str:
+    """A cell whose second line, if any, is a <small> under the first."""
+    return f'<td class="stack">{html}</td>' if "<small>" in html else f"<td>{html}</td>"
+
+
+def _name(engine: Engine) -> str:
+    """The worker's name under the id; nothing for an engine that registered without one."""
+    return f"<small>{escape(engine.name)}</small>" if engine.name else ""
+
+
+def _takeover(row: EngineRow, now_ms: int) -> str:
+    """Under a silent engine's badge: what it still holds, and when that is up for takeover."""
+    if not row.silent:
+        return ""
+    if row.takeover_at_ms is None:
+        return "<small>holds no claim</small>"
+    if row.takeover_at_ms <= now_ms:
+        return "<small>its claims are up for takeover</small>"
+    return f"<small>takeover {when(row.takeover_at_ms, now_ms)}</small>"
 
 
 def _skew(engine: Engine, *, over: bool) -> str:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 from functools import cache
+from typing import Any
 from urllib.parse import quote
 
 from django import template
@@ -64,6 +65,20 @@ def iso(ms: int | None) -> str:
     if ms is None:
         return ""
     return _moment(ms).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+@register.filter
+def iso_field(value: str | None) -> str:
+    """A date field's value shown back as ISO 8601 UTC (2026-12-03T09:30:00Z); text that
+    does not parse is shown as typed, next to the page's error."""
+    from claims.utc_text import iso_utc_field, parse_iso_utc
+
+    if not value:
+        return ""
+    try:
+        return iso_utc_field(parse_iso_utc(value))
+    except ValueError:
+        return value
 
 
 @register.filter
@@ -187,8 +202,8 @@ def countdown(expires_ms: int | None, now_ms: int, grace_ms: int) -> SafeString:
     )
 
 
-@register.simple_tag
 def engine_link(engine_id: str | None) -> SafeString:
+    """The engine's page, linked by its short id (the whole id in the title)."""
     if not engine_id:
         return mark_safe('<span class="muted">—</span>')
     return format_html(
@@ -197,6 +212,36 @@ def engine_link(engine_id: str | None) -> SafeString:
         engine_id,
         short_id(engine_id),
     )
+
+
+ENGINE_LABELS_KEY = "_weftboard_engine_labels"
+
+
+@register.simple_tag(takes_context=True, name="engine_link")
+def engine_link_labelled(context: template.Context, engine_id: str | None) -> SafeString:
+    """``engine_link`` with the engine's worker name and pid beside it. Every engine's label
+    is read once per request, on first use (one query), so a page of 50 rows costs no more
+    than one; a pruned engine shows its id alone."""
+    link = engine_link(engine_id)
+    if not engine_id:
+        return link
+    label = _engine_labels(context).get(engine_id)
+    if label is None:
+        return link
+    name = f"{label.name} · " if label.name else ""
+    return format_html('{}<span class="engine-label">{}pid {}</span>', link, name, label.pid)
+
+
+def _engine_labels(context: template.Context) -> dict[str, Any]:
+    from claims.selectors.engine_names import engine_labels
+
+    # Kept on the request, so a page's included templates share one read.
+    holder = context.get("request") or context.render_context
+    labels = getattr(holder, ENGINE_LABELS_KEY, None)
+    if labels is None:
+        labels = engine_labels()
+        setattr(holder, ENGINE_LABELS_KEY, labels)
+    return labels
 
 
 @register.simple_tag

@@ -9,6 +9,7 @@ from .actions import (
 )
 from .audit import audit
 from .claims import claims
+from .engine_actions import engine_drain_view, engine_release, engine_undrain_view
 from .engines import engine, engines
 from .overview import overview
 from .queues import backfills, redrives
@@ -22,6 +23,9 @@ __all__ = [
     "claim_takeover",
     "claims",
     "engine",
+    "engine_drain_view",
+    "engine_release",
+    "engine_undrain_view",
     "engines",
     "overview",
     "reclaim",

@@ -10,7 +10,8 @@ from django.views.decorators.http import require_GET
 
 from claims.fleet_clock import fleet_now
 from claims.models import ClaimEventKind
-from claims.selectors.audit import CSV_COLUMNS, CSV_MAX_ROWS, AuditFilters, audit_page, audit_rows
+from claims.selectors.audit import CSV_HEADER, CSV_MAX_ROWS, AuditFilters, audit_page, audit_rows
+from claims.selectors.engine_actions import engine_events
 from weftboard.http import HtmxHttpRequest
 
 from .errors import BadInput
@@ -66,7 +67,7 @@ def _csv(filters: AuditFilters) -> StreamingHttpResponse:
     writer = csv.writer(_Echo())
 
     def lines() -> Iterator[str]:
-        yield writer.writerow(CSV_COLUMNS)
+        yield writer.writerow(CSV_HEADER)
         for row in audit_rows(filters):
             yield writer.writerow([csv_cell(value) for value in row])
 
@@ -90,6 +91,9 @@ def audit(request: HtmxHttpRequest) -> HttpResponseBase:
         "kinds": ClaimEventKind.values,
         "cursor": cursor,
         "csv_max_rows": CSV_MAX_ROWS,
+        # Drains and undrains: operator actions on a whole engine, not on one claim; only
+        # the full page shows them, so the live fragment's poll does not read them.
+        "engine_events": [] if request.htmx else engine_events(filters.engine),
     }
     response: HttpResponse = render_page(
         request, "claims/audit.html", context, fragments=["audit-live"]

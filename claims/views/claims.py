@@ -1,52 +1,105 @@
-"""The claims table: filters in the URL, keyset pages, live countdowns, row actions."""
+"""The claims table: filters, search and sort in the URL, keyset pages, live countdowns,
+row actions, and the jump box that goes straight to a workflow."""
 
 from __future__ import annotations
 
-from typing import cast
+from dataclasses import dataclass
+from urllib.parse import urlencode
 
-from django.http import HttpResponse
+from django.http import HttpResponse, HttpResponseRedirect
+from django.urls import reverse
 from django.views.decorators.http import require_GET
 
 from claims.fleet_clock import fleet_now
-from claims.protocol.states import CLAIM_STATES, ClaimState
+from claims.protocol.states import CLAIM_STATES
 from claims.selectors import claim_list
+from claims.selectors.claim_order import CURSOR_MAX_LENGTH, SORT_KEYS, ClaimSort
+from claims.selectors.claims import CLAIM_FILTERS, workflow_id_known
 from claims.selectors.engines import live_engine_statuses
 from weftboard.http import HtmxHttpRequest
 
-from .inputs import optional_choice, optional_prefix, optional_text
+from .inputs import optional_choice, optional_prefix, optional_text, workflow_id_param
 from .pages import operator_page, render_page
 from .permissions import FORCE_CLAIM, action_refusal
 
 PAGE_SIZE = 50
+# With no state in the URL the page shows what needs attention; "all" shows every row.
+DEFAULT_SCOPE = "attention"
+# The table's columns in order, each with the sort it offers.
+COLUMNS = (
+    ("Workflow", "workflow_id"),
+    ("State", "state"),
+    ("Epoch", "epoch"),
+    ("Holder engine", "holder"),
+    ("Claimed", "claimed_at"),
+    ("Expires", "expires_at"),
+)
+
+
+@dataclass(frozen=True)
+class SortHeader:
+    label: str
+    field: str
+    next_sort: str  # what a click on the heading sorts by: this column, or it reversed
+    aria_sort: str | None  # "ascending" / "descending" on the column sorted by
+
+
+def sort_headers(sort: ClaimSort) -> list[SortHeader]:
+    headers = []
+    for label, field in COLUMNS:
+        active = sort.field == field
+        next_sort = f"-{field}" if active and not sort.descending else field
+        aria = None if not active else "descending" if sort.descending else "ascending"
+        headers.append(SortHeader(label, field, next_sort, aria))
+    return headers
+
+
+def _jump(value: str) -> HttpResponseRedirect:
+    """The workflow's page for an exact id; otherwise a search for it among every claim."""
+    workflow_id = workflow_id_param(value)
+    if workflow_id_known(workflow_id):
+        return HttpResponseRedirect(reverse("claims:workflow", args=[workflow_id]))
+    query = urlencode({"state": "all", "q": workflow_id})
+    return HttpResponseRedirect(f"{reverse('claims:claims')}?{query}&jumped=1")
 
 
 @require_GET
 @operator_page
 def claims(request: HtmxHttpRequest) -> HttpResponse:
-    """One query for the table whatever the number of claims (keyset on workflow id)."""
+    """One query for the table whatever the number of claims (keyset on the sort's index)."""
     params = request.GET
-    state = cast(ClaimState | None, optional_choice(params, "state", CLAIM_STATES))
+    jump = params.get("jump", "").strip()
+    if jump:
+        return _jump(jump)
+    state = optional_choice(params, "state", CLAIM_FILTERS)
     engine = optional_text(params, "engine")
     prefix = optional_prefix(params)
-    cursor = optional_prefix(params, "cursor")
+    search = optional_prefix(params, "q")
+    sort = ClaimSort.parse(optional_choice(params, "sort", SORT_KEYS))
+    cursor = optional_text(params, "cursor", max_length=CURSOR_MAX_LENGTH)
     now, timing = fleet_now()
     page = claim_list(
         now_ms=now,
         timing=timing,
-        state=state,
+        state=state or DEFAULT_SCOPE,
         engine=engine,
         prefix=prefix,
+        search=search,
+        sort=sort.key,
         cursor=cursor,
         limit=PAGE_SIZE,
     )
-    engines = live_engine_statuses()
     context = {
         "page": page,
         "timing": timing,
         "states": CLAIM_STATES,
-        "engines": engines,
-        "filters": {"state": state, "engine": engine, "prefix": prefix},
-        "filtered": bool(state or engine or prefix),
+        "engines": live_engine_statuses(),
+        "filters": {"state": state, "engine": engine, "prefix": prefix, "q": search},
+        "scope": state or DEFAULT_SCOPE,
+        "sort": sort,
+        "headers": sort_headers(sort),
+        "filtered": bool(state or engine or prefix or search or not sort.is_default),
+        "jumped": bool(params.get("jumped")),
         "cursor": cursor,
         "refusal": action_refusal(request.user, FORCE_CLAIM),
     }

@@ -5,9 +5,13 @@ from __future__ import annotations
 from django.http import HttpResponse
 from django.views.decorators.http import require_GET
 
+from claims.conf import DAY_MS, engine_history_ms
 from claims.fleet_clock import fleet_now
 from claims.models import EngineStatus
+from claims.selectors.engine_actions import engine_events
+from claims.selectors.engine_health import silent_before_ms
 from claims.selectors.engines import engine_detail, engine_list
+from claims.selectors.fleet_history import DEFAULT_WINDOW, HISTORY_WINDOWS_MS, engine_history
 from weftboard.http import HtmxHttpRequest
 
 from .errors import NotFound
@@ -26,6 +30,8 @@ def engines(request: HtmxHttpRequest) -> HttpResponse:
         "statuses": EngineStatus.values,
         "status": status,
         "timing": timing,
+        "silent_after_ms": now - silent_before_ms(now, timing),
+        "history_days": engine_history_ms() // DAY_MS,
     }
     return render_page(request, "claims/engines.html", context, fragments=["engines-live"])
 
@@ -34,9 +40,16 @@ def engines(request: HtmxHttpRequest) -> HttpResponse:
 @operator_page
 def engine(request: HtmxHttpRequest, engine_id: str) -> HttpResponse:
     engine_id = engine_id_param(engine_id)
+    window = optional_choice(request.GET, "history", HISTORY_WINDOWS_MS) or DEFAULT_WINDOW
     now, timing = fleet_now()
     detail = engine_detail(engine_id, now_ms=now, timing=timing)
     if detail is None:
         raise NotFound(f"no engine with id {engine_id!r}")
-    context = {"e": detail, "timing": timing}
+    context = {
+        "e": detail,
+        "timing": timing,
+        "h": engine_history(engine_id, now_ms=now, window=window),
+        "history_windows": list(HISTORY_WINDOWS_MS),
+        "engine_events": engine_events(engine_id),
+    }
     return render_page(request, "claims/engine.html", context, fragments=["engine-live"])

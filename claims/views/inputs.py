@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from datetime import UTC, datetime
 
 from django.http import QueryDict
 
@@ -13,6 +12,7 @@ from claims.protocol.errors import InvalidInputError, InvalidWorkflowIdError
 from claims.protocol.ids import check_workflow_id
 from claims.protocol.text import check_identifier
 from claims.services.rules import operator_reason
+from claims.utc_text import parse_iso_utc
 
 from .errors import BadInput
 
@@ -87,16 +87,14 @@ def optional_positive_int(params: QueryDict, name: str, *, what: str) -> int | N
 
 
 def optional_utc_ms(params: QueryDict, name: str) -> int | None:
-    """A UTC date and time such as 2025-06-01T12:00 (what a datetime-local input sends)."""
+    """An ISO 8601 UTC date and time such as 2026-12-03T09:30:00Z; seconds and the Z may
+    be left out (a datetime-local field sends 2026-12-03T09:30, read as UTC)."""
     value = params.get(name, "").strip()
     if not value:
         return None
     try:
-        moment = datetime.fromisoformat(value.removesuffix("Z"))
+        return parse_iso_utc(value)
     except ValueError as error:
         raise BadInput(
-            f"{name} must be a UTC date and time like 2025-06-01T12:00; got {value[:40]!r}"
+            f"{name} must be a UTC date and time: {error}; got {value[:40]!r}"
         ) from error
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=UTC)
-    return int(moment.timestamp() * 1000)

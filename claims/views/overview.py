@@ -7,9 +7,11 @@ from django.views.decorators.http import require_GET
 
 from claims.fleet_clock import fleet_now
 from claims.protocol.constants import OUTCOMES
+from claims.selectors.fleet_history import DEFAULT_WINDOW, HISTORY_WINDOWS_MS, fleet_history
 from claims.selectors.overview import overview as overview_snapshot
 from weftboard.http import HtmxHttpRequest
 
+from .inputs import optional_choice
 from .pages import operator_page, render_page
 
 
@@ -18,10 +20,16 @@ from .pages import operator_page, render_page
 def overview(request: HtmxHttpRequest) -> HttpResponse:
     """The full page, or its live fragment for an HTMX poll."""
     now, timing = fleet_now()
+    window = optional_choice(request.GET, "history", HISTORY_WINDOWS_MS) or DEFAULT_WINDOW
     snapshot = overview_snapshot(now_ms=now, timing=timing)
+    history = fleet_history(now_ms=now, window=window)
+    rates = history.latest_rates
     context = {
         "o": snapshot,
-        "outcomes": [(name, snapshot.counters.get(name, 0)) for name in OUTCOMES],
+        "h": history,
+        "history_windows": list(HISTORY_WINDOWS_MS),
+        # The rate under each counter comes from the history, so a new tab shows it at once.
+        "outcomes": [(name, snapshot.counters.get(name, 0), rates.get(name)) for name in OUTCOMES],
         "workflow_total": sum(snapshot.workflows_by_status.values()),
     }
     return render_page(request, "claims/overview.html", context, fragments=["overview-live"])

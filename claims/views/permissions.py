@@ -10,6 +10,7 @@ from claims.conf import read_only_reason
 FORCE_CLAIM = "claims.force_claim"
 CANCEL_WORKFLOW = "claims.cancel_workflow"
 SUSPEND_WORKFLOW = "claims.suspend_workflow"  # suspend and resume
+DRAIN_ENGINE = "claims.drain_engine"  # drain and undrain
 
 
 def action_refusal(user: AbstractUser | AnonymousUser, permission: str) -> str | None:

@@ -242,7 +242,7 @@ def check_running_app(
         active = [
             sample.value
             for sample in families["weftboard_engines"].samples  # type: ignore[attr-defined]
-            if sample.labels == {"status": "active"}
+            if sample.labels == {"status": "active", "scope": "fleet"}
         ]
         # The demo seed adds engines of its own (pid 0): count the ones that run.
         with closing(sqlite3.connect(f"file:{database}?mode=ro", uri=True)) as db:
@@ -263,7 +263,7 @@ def check_running_app(
     attempts = families["weft_workflow_claim_attempts"]
     assert attempts.type == "counter"  # type: ignore[attr-defined]
     assert attempts.documentation == (  # type: ignore[attr-defined]
-        "Total per-workflow ownership claim attempts, by outcome"
+        "Claim attempts by outcome, summed over every engine that ever ran"
     )
     outcomes = {
         sample.labels["outcome"]

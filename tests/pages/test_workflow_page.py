@@ -110,8 +110,9 @@ def test_page_query_count_is_fixed(operator_client, django_assert_num_queries):
         make_event("wf-1", "released", engine_id="e-2", epoch_before=3, epoch_after=3, at_ms=n)
     WorkflowClaim.objects.filter(workflow_id="wf-1").update(holder_engine_id="e-2")
 
-    # session, user, two permission lookups, workflow, claim, events, holder engine, re-drives
-    with django_assert_num_queries(9):
+    # session, user, two permission lookups, workflow, claim, events, holder engine, re-drives,
+    # the engines' names beside their ids, and the frame's engine-floor alert
+    with django_assert_num_queries(11):
         operator_client.get("/workflows/wf-1/")
 
 

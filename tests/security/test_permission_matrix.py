@@ -92,6 +92,22 @@ def page_write(done: int = 200) -> Expect:
     return expect
 
 
+def drain_write(done: int, *, api: bool = False) -> Expect:
+    """Drain and undrain need claims.drain_engine, which the operator role lacks: only the
+    superuser may, and not in read-only mode."""
+
+    def expect(role: str, read_only: bool) -> int:
+        if api and role == "anonymous":
+            return 401
+        if not api and role in NO_SESSION:
+            return 302
+        if read_only or role != "superuser":
+            return 403
+        return done
+
+    return expect
+
+
 def api_read() -> Expect:
     return lambda role, read_only: 401 if role == "anonymous" else 200
 
@@ -159,6 +175,7 @@ class Case:
 WF = "wf-1"
 RELEASE = {"expected_epoch": 3, "reason": "matrix"}
 TAKEOVER = {"expected_epoch": 3, "target_engine_id": "e-2", "reason": "matrix"}
+BULK_RELEASE = {"reason": "matrix", "claims": [{"workflow_id": WF, "expected_epoch": 3}]}
 
 CASES: list[Case] = [
     # pages, a fragment of each live page, the actions, the CSV export
@@ -167,6 +184,8 @@ CASES: list[Case] = [
     Case("", "GET", "/", page(), htmx=True, label="fragment"),
     Case("claims/", "GET", "/claims/", page()),
     Case("claims/", "GET", "/claims/?state=live", page(), htmx=True, label="fragment"),
+    Case("workflows/", "GET", "/workflows/", page()),
+    Case("workflows/", "GET", "/workflows/?status=running", page(), htmx=True, label="fragment"),
     Case("workflows/<path:workflow_id>/", "GET", f"/workflows/{WF}/", page()),
     Case("release/<path:workflow_id>", "GET", f"/release/{WF}", page_action_form()),
     # A posted form (not htmx) is answered with a redirect to the workflow page (303).
@@ -191,6 +210,31 @@ CASES: list[Case] = [
     Case("resume/<path:workflow_id>", "POST", f"/resume/{WF}", page_write(409), data=RELEASE),
     Case("engines/", "GET", "/engines/", page()),
     Case("engines/<path:engine_id>/", "GET", "/engines/e-1/", page()),
+    Case("engine-release/<path:engine_id>", "GET", "/engine-release/e-1", page_action_form()),
+    Case(
+        "engine-release/<path:engine_id>",
+        "POST",
+        "/engine-release/e-1",
+        page_write(200),
+        data={"claim": f"{WF}:3", "reason": "matrix"},
+    ),
+    Case("engine-drain/<path:engine_id>", "GET", "/engine-drain/e-1", page_action_form()),
+    Case(
+        "engine-drain/<path:engine_id>",
+        "POST",
+        "/engine-drain/e-1",
+        drain_write(303),
+        data={"reason": "matrix"},
+    ),
+    Case("engine-undrain/<path:engine_id>", "GET", "/engine-undrain/e-1", page_action_form()),
+    # The scene's engine is not draining: a permitted undrain meets that, 409.
+    Case(
+        "engine-undrain/<path:engine_id>",
+        "POST",
+        "/engine-undrain/e-1",
+        drain_write(409),
+        data={"reason": "matrix"},
+    ),
     Case("reclaim/", "GET", "/reclaim/", page()),
     Case("redrives/", "GET", "/redrives/", page()),
     Case("backfills/", "GET", "/backfills/", page()),
@@ -206,6 +250,7 @@ CASES: list[Case] = [
     Case("api/v1/docs", "GET", "/api/v1/docs", docs()),
     Case("api/v1/openapi.json", "GET", "/api/v1/openapi.json", docs()),
     Case("api/v1/claims", "GET", "/api/v1/claims", api_read()),
+    Case("api/v1/workflows", "GET", "/api/v1/workflows", api_read()),
     Case("api/v1/engines", "GET", "/api/v1/engines", api_read()),
     Case("api/v1/redrives", "GET", "/api/v1/redrives", api_read()),
     Case("api/v1/reclaim/cursor", "GET", "/api/v1/reclaim/cursor", api_read()),
@@ -257,6 +302,28 @@ CASES: list[Case] = [
         "/api/v1/workflows",
         api_write(201),
         data={"workflow_id": "wf-new", "workflow_type": "order", "input": {"items": 1}},
+    ),
+    Case(
+        "api/v1/engines/<engine_id>/claims/release",
+        "POST",
+        "/api/v1/engines/e-1/claims/release",
+        api_write(200),
+        data=BULK_RELEASE,
+    ),
+    Case(
+        "api/v1/engines/<engine_id>/drain",
+        "POST",
+        "/api/v1/engines/e-1/drain",
+        drain_write(200, api=True),
+        data={"reason": "matrix"},
+    ),
+    # The scene's engine is not draining: a permitted undrain meets that, 409.
+    Case(
+        "api/v1/engines/<engine_id>/undrain",
+        "POST",
+        "/api/v1/engines/e-1/undrain",
+        drain_write(409, api=True),
+        data={"reason": "matrix"},
     ),
     # One backfill is active (the scene's): a permitted create meets that, 409.
     Case("api/v1/backfills", "POST", "/api/v1/backfills", api_write(409), data={}),

@@ -17,6 +17,7 @@ from claims.selectors.alert_rules import (
     Alert,
     AlertInputs,
     LiveEngine,
+    engines_below_minimum,
     fleet_alerts,
     late_before_ms,
     silent_holders,
@@ -84,7 +85,7 @@ def test_ownerless_running_workflows_fire_a_critical_alert_with_their_examples()
     assert (alert.level, alert.title) == ("critical", "1 running workflow(s) with no holder")
     assert (alert.link, alert.query, alert.examples) == (
         "claims:claims",
-        "state=ownerless",
+        "state=stranded",
         ["wf-1"],
     )
     assert alert.examples_are == "workflows"
@@ -230,3 +231,35 @@ def test_alerts_come_in_rule_order() -> None:
         "warning",
         "warning",
     ]
+
+
+# The every-page rule: fewer active, non-silent engines than WEFTBOARD_MIN_ENGINES.
+
+
+@pytest.mark.parametrize(("healthy", "minimum"), [(1, 1), (3, 2), (0, 0)])
+def test_engine_floor_quiet_at_or_above_the_minimum(healthy, minimum) -> None:
+    assert engines_below_minimum(healthy, minimum) is None
+
+
+def test_engine_floor_with_no_engine_says_none_runs() -> None:
+    alert = engines_below_minimum(0, 1)
+
+    assert alert is not None
+    assert (alert.level, alert.title, alert.link) == (
+        "critical",
+        "No engine is running",
+        "claims:engines",
+    )
+
+
+def test_engine_floor_below_the_minimum_names_both_numbers() -> None:
+    alert = engines_below_minimum(1, 3)
+
+    assert alert is not None
+    assert alert.level == "critical"
+    assert alert.title == "Only 1 of at least 3 engine(s) running"
+
+
+def test_engine_floor_is_not_one_of_the_overview_rules() -> None:
+    """Every page shows it in its frame; the overview's list would show it twice."""
+    assert engines_below_minimum not in ALERT_RULES

@@ -37,11 +37,19 @@ def _rows() -> dict[str, list[Any]]:
         )
 
     return {
-        "workflows": table(Workflow, "workflow_id"),
+        "workflows": table(Workflow, "workflow_id", "failure"),  # the seed fails none by a drive
         "visibility": table(WorkflowVisibility, "workflow_id", "id"),
         "claims": table(WorkflowClaim, "workflow_id"),
         "events": table(ClaimEvent, "id", "id"),
-        "engines": table(Engine, "engine_id", "hostname", "clock_skew_ms", "clock_error_ms"),
+        "engines": table(
+            Engine,
+            "engine_id",
+            "hostname",
+            "name",
+            "clock_skew_ms",
+            "clock_error_ms",
+            "drain_requested_at_ms",  # columns added after the digest was pinned
+        ),
     }
 
 

@@ -13,14 +13,25 @@ from .claims import (
     TakeoverIn,
 )
 from .common import READ_ERRORS, WRITE_ERRORS, ErrorOut, ValidationErrorOut, utc
-from .engines import EngineListOut, EngineOut
+from .engines import (
+    BulkReleaseIn,
+    BulkReleaseOut,
+    BulkReleaseResultOut,
+    DrainIn,
+    DrainOut,
+    EngineListOut,
+    EngineOut,
+)
 from .reclaim import ReclaimCursorOut, RedriveFilterIn, RedriveOut, RedrivePageOut
 from .workflows import (
     EventOut,
+    FailureOut,
     OwnershipOut,
     WorkflowCancelIn,
     WorkflowCancelOut,
+    WorkflowFilterIn,
     WorkflowOut,
+    WorkflowPageOut,
     WorkflowStartIn,
     WorkflowSuspendIn,
 )
@@ -30,15 +41,21 @@ __all__ = [
     "WRITE_ERRORS",
     "BackfillIn",
     "BackfillOut",
+    "BulkReleaseIn",
+    "BulkReleaseOut",
+    "BulkReleaseResultOut",
     "ClaimFilterIn",
     "ClaimOut",
     "ClaimPageOut",
     "ClaimStateOut",
+    "DrainIn",
+    "DrainOut",
     "EngineListOut",
     "EngineOut",
     "ErrorOut",
     "EventOut",
     "ExpiryOut",
+    "FailureOut",
     "ForcedActionOut",
     "OwnershipOut",
     "ReclaimCursorOut",
@@ -51,7 +68,9 @@ __all__ = [
     "ValidationErrorOut",
     "WorkflowCancelIn",
     "WorkflowCancelOut",
+    "WorkflowFilterIn",
     "WorkflowOut",
+    "WorkflowPageOut",
     "WorkflowStartIn",
     "WorkflowSuspendIn",
     "utc",

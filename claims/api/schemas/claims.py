@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Literal
 
 from ninja import Field, Schema
 from pydantic import field_validator
@@ -10,19 +11,30 @@ from pydantic import field_validator
 from claims.models import ENGINE_ID_MAX_LENGTH, WORKFLOW_ID_MAX_LENGTH
 from claims.protocol.states import ClaimState
 from claims.selectors import ClaimView
+from claims.selectors.claim_order import CURSOR_MAX_LENGTH
+from claims.selectors.claims import ClaimScope
 from claims.selectors.ownership import ClaimSnapshot, ExpiryJudgement
 
 from .common import EngineId, Epoch, Reason, checked_identifier, fields_from, required_reason
 
+ClaimSortKey = Literal[
+    "workflow_id", "-workflow_id", "expires_at", "-expires_at", "epoch", "-epoch",
+    "claimed_at", "-claimed_at", "holder", "-holder", "state", "-state",
+]  # fmt: skip
+
 
 class ClaimFilterIn(Schema):
-    state: ClaimState | None = None
+    # A derived state, or a scope: "attention" (held or stranded), "stranded", "all".
+    # None is "all" here (the page defaults to "attention").
+    state: ClaimState | ClaimScope | None = None
     engine: str | None = Field(None, max_length=ENGINE_ID_MAX_LENGTH)
     prefix: str | None = Field(None, max_length=WORKFLOW_ID_MAX_LENGTH)
-    cursor: str | None = Field(None, max_length=WORKFLOW_ID_MAX_LENGTH)
+    q: str | None = Field(None, max_length=WORKFLOW_ID_MAX_LENGTH)  # any part of the id
+    sort: ClaimSortKey = "workflow_id"
+    cursor: str | None = Field(None, max_length=CURSOR_MAX_LENGTH)
     limit: int = Field(50, ge=1, le=200)
 
-    _ids = field_validator("engine", "prefix", "cursor")(checked_identifier)
+    _ids = field_validator("engine", "prefix", "q", "cursor")(checked_identifier)
 
 
 class ClaimOut(Schema):
@@ -36,6 +48,11 @@ class ClaimOut(Schema):
     expires_at_ms: int | None
     expires_at: datetime | None
     expires_in_ms: int | None
+    stranded: bool
+    # An ownerless row's last holder and when it let go (from the claim events).
+    last_holder_engine_id: str | None
+    last_held_at_ms: int | None
+    last_held_at: datetime | None
 
     @classmethod
     def of(cls, view: ClaimView) -> ClaimOut:
@@ -44,7 +61,8 @@ class ClaimOut(Schema):
 
 class ClaimPageOut(Schema):
     items: list[ClaimOut]
-    next_cursor: str | None
+    next_cursor: str | None  # valid with the same sort only
+    sort: str
     as_of_ms: int
     as_of: datetime | None
 

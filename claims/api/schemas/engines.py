@@ -1,19 +1,24 @@
-"""Engines: each engine's registration, heartbeat and last pass."""
+"""Engines: each engine's registration, heartbeat and last pass; the bulk release of its
+claims, and its drain."""
 
 from __future__ import annotations
 
 from datetime import datetime
 from typing import Any
 
-from ninja import Schema
+from ninja import Field, Schema
+from pydantic import field_validator
 
-from claims.models import Engine
+from claims.models import WORKFLOW_ID_MAX_LENGTH, Engine
+from claims.selectors.engine_health import SILENT, SilentHolding
+from claims.services.claims import BULK_RELEASE_MAX, BulkReleaseOutcome
 
-from .common import fields_from
+from .common import Epoch, Reason, fields_from, required_reason
 
 
 class EngineOut(Schema):
     engine_id: str
+    name: str  # the Celery worker's node name, e.g. engine1@host
     hostname: str
     pid: int
     queue: str
@@ -28,15 +33,28 @@ class EngineOut(Schema):
     clock_error_ms: int | None
     held_count: int
     pass_summary: dict[str, Any]
+    # Set while an operator has the engine draining (null: not draining).
+    drain_requested_at_ms: int | None = None
+    draining: bool = False
+    # `status`, or `silent`: live by status but no heartbeat for TTL + 2 x renew interval.
+    display_status: str
+    # Only for a silent engine: the claims naming it as holder, and when the last of them
+    # can be taken over (its latest expiry plus grace; null when it holds none).
+    silent_claims: int | None
+    takeover_at_ms: int | None
+    takeover_at: datetime | None
 
     @classmethod
-    def of(cls, engine: Engine, *, now_ms: int) -> EngineOut:
+    def of(cls, engine: Engine, *, now_ms: int, silent: SilentHolding | None = None) -> EngineOut:
         return cls(
             **fields_from(
                 engine,
                 cls,
                 heartbeat_age_ms=now_ms - engine.heartbeat_at_ms,
                 pass_summary=engine.pass_summary or {},
+                display_status=engine.status if silent is None else SILENT,
+                silent_claims=None if silent is None else silent.claims,
+                takeover_at_ms=None if silent is None else silent.takeover_at_ms,
             )
         )
 
@@ -45,3 +63,63 @@ class EngineListOut(Schema):
     items: list[EngineOut]
     as_of_ms: int
     as_of: datetime | None
+
+
+class BulkReleaseClaimIn(Schema):
+    workflow_id: str = Field(min_length=1, max_length=WORKFLOW_ID_MAX_LENGTH)
+    expected_epoch: Epoch
+
+
+class BulkReleaseIn(Schema):
+    """Each claim with the epoch the operator saw; at most BULK_RELEASE_MAX in one call."""
+
+    reason: Reason
+    claims: list[BulkReleaseClaimIn] = Field(min_length=1, max_length=BULK_RELEASE_MAX)
+
+    _reason = field_validator("reason")(required_reason)
+
+
+class BulkReleaseResultOut(Schema):
+    """One claim's outcome: status 200 released, 409 it had moved on (or was not this
+    engine's at that epoch) and was left alone."""
+
+    workflow_id: str
+    expected_epoch: int
+    status: int
+    outcome: str
+    epoch_after: int | None
+    current_epoch: int | None
+    detail: str
+
+    @classmethod
+    def of(cls, outcome: BulkReleaseOutcome) -> BulkReleaseResultOut:
+        return cls(
+            workflow_id=outcome.workflow_id,
+            expected_epoch=outcome.expected_epoch,
+            status=outcome.http_status,
+            outcome=outcome.status,
+            epoch_after=outcome.epoch_after,
+            current_epoch=outcome.current_epoch,
+            detail=outcome.detail,
+        )
+
+
+class BulkReleaseOut(Schema):
+    engine_id: str
+    released: int
+    moved_on: int
+    results: list[BulkReleaseResultOut]
+
+
+class DrainIn(Schema):
+    reason: Reason
+
+    _reason = field_validator("reason")(required_reason)
+
+
+class DrainOut(Schema):
+    """The engine as it is now; ``queue_told`` is null when it has no queue (it then
+    learns at its next tick)."""
+
+    engine: EngineOut
+    queue_told: str | None

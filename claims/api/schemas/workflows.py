@@ -8,15 +8,16 @@ from typing import Any
 from ninja import Field, Schema
 from pydantic import field_validator
 
-from claims.models import ClaimEvent, Workflow
+from claims.models import WORKFLOW_ID_MAX_LENGTH, ClaimEvent, Workflow, WorkflowStatus
 from claims.protocol.constants import MAX_SAFE_INTEGER
 from claims.protocol.ids import check_workflow_id
 from claims.protocol.text import check_json_text
 from claims.runtime.types import WORKFLOW_TYPE_MAX_LENGTH
 from claims.selectors.ownership import Ownership
+from claims.selectors.workflow_list import TimeField, WorkflowPage, WorkflowRow, WorkflowSort
 
 from .claims import ClaimStateOut
-from .common import Reason, fields_from, required_reason
+from .common import Reason, checked_identifier, fields_from, required_reason, utc
 from .reclaim import RedriveOut
 
 
@@ -91,14 +92,46 @@ class EventOut(Schema):
         return cls(**fields_from(event, cls, id=event.pk))
 
 
+class StepErrorOut(Schema):
+    step: str
+    attempt: int
+    type: str
+    message: str
+    at_ms: int
+
+
+class FailureOut(Schema):
+    """Why a failed workflow failed, as the runtime recorded it at its terminal write:
+    ``step`` is null for an error outside every step; ``traceback`` keeps its last 16 KiB."""
+
+    type: str
+    message: str
+    step: str | None = None
+    traceback: str = ""
+    at_ms: int | None = None
+    at: datetime | None = None
+    epoch: int | None = None
+    engine_id: str | None = None
+    step_errors: list[StepErrorOut] = []
+
+    @classmethod
+    def of(cls, failure: Any) -> FailureOut | None:
+        """None for a workflow that did not fail (or a record this schema cannot read)."""
+        if not isinstance(failure, dict) or "type" not in failure:
+            return None
+        at_ms = failure.get("at_ms")
+        return cls(**{**failure, "at": utc(at_ms) if isinstance(at_ms, int) else None})
+
+
 class OwnershipOut(Schema):
     """The diagnostic read; ``workflow`` is null when there is no workflow row (it was
-    deleted): only its claim row is kept."""
+    deleted): only its claim row is kept. ``failure`` is set for a failed workflow."""
 
     workflow: WorkflowOut | None
     claim: ClaimStateOut
     pending_redrives: list[RedriveOut]
     recent_events: list[EventOut]  # newest first
+    failure: FailureOut | None = None
 
     @classmethod
     def of(cls, ownership: Ownership) -> OwnershipOut:
@@ -108,4 +141,55 @@ class OwnershipOut(Schema):
             claim=ClaimStateOut.of(ownership.claim),
             pending_redrives=[RedriveOut.of(row) for row in ownership.pending_redrives],
             recent_events=[EventOut.of(event) for event in ownership.recent_events],
+            failure=None if workflow is None else FailureOut.of(workflow.failure),
+        )
+
+
+class WorkflowFilterIn(Schema):
+    """The workflows listing: ``since``/``until`` bound the ``time`` column (ms, UTC)."""
+
+    type: str | None = Field(None, max_length=WORKFLOW_TYPE_MAX_LENGTH)
+    status: WorkflowStatus | None = None
+    time: TimeField = "updated"
+    since_ms: int | None = Field(None, ge=0, le=MAX_SAFE_INTEGER)
+    until_ms: int | None = Field(None, ge=0, le=MAX_SAFE_INTEGER)
+    sort: WorkflowSort = "updated"
+    cursor: str | None = Field(None, max_length=WORKFLOW_ID_MAX_LENGTH + 20)
+    limit: int = Field(50, ge=1, le=200)
+
+    _ids = field_validator("type", "cursor")(checked_identifier)
+
+
+class WorkflowRowOut(Schema):
+    workflow_id: str
+    workflow_type: str
+    status: str
+    created_at_ms: int
+    created_at: datetime | None
+    updated_at_ms: int
+    updated_at: datetime | None
+    failure_type: str | None
+    failure_message: str | None
+    failure_step: str | None
+
+    @classmethod
+    def of(cls, row: WorkflowRow) -> WorkflowRowOut:
+        return cls(**fields_from(row, cls))
+
+
+class WorkflowPageOut(Schema):
+    items: list[WorkflowRowOut]
+    next_cursor: str | None  # valid with the same sort only
+    status_counts: dict[str, int]  # under the type and time filters, not the status
+    as_of_ms: int
+    as_of: datetime | None
+
+    @classmethod
+    def of(cls, page: WorkflowPage) -> WorkflowPageOut:
+        return cls(
+            items=[WorkflowRowOut.of(row) for row in page.items],
+            next_cursor=page.next_cursor,
+            status_counts=page.status_counts,
+            as_of_ms=page.as_of_ms,
+            as_of=utc(page.as_of_ms),
         )

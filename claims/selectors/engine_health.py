@@ -1,0 +1,87 @@
+"""Silent engines, and the fleet's floor of live engines.
+
+``silent`` is a display state derived at read time, never written: an active or disposing
+engine whose heartbeat is older than TTL + 2 x renew interval. By then every claim it held
+has passed its expiry (each was renewed at most at its last heartbeat) and is in grace, so
+an operator should know at once. ``dead`` stays the bookkeeping status beat writes after
+3 x TTL (claims.services.engines). docs/design.md §7.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from django.db.models import Count, Max
+
+from claims.models import Engine, EngineStatus, WorkflowClaim
+from claims.protocol.timing import ClaimTiming
+
+from .alert_rules import Alert, engines_below_minimum
+from .fleet_totals import LIVE_ENGINE_STATUSES
+
+SILENT = "silent"
+# Renew intervals of silence, beyond the TTL, before an engine shows as silent.
+SILENT_INTERVALS = 2
+
+
+def silent_before_ms(now_ms: int, timing: ClaimTiming) -> int:
+    """A live engine whose heartbeat is older than this is silent."""
+    return now_ms - (timing.ttl_ms + SILENT_INTERVALS * timing.renew_interval_ms)
+
+
+def is_silent(status: str, heartbeat_at_ms: int, now_ms: int, timing: ClaimTiming) -> bool:
+    return status in LIVE_ENGINE_STATUSES and heartbeat_at_ms < silent_before_ms(now_ms, timing)
+
+
+def display_status(status: str, heartbeat_at_ms: int, now_ms: int, timing: ClaimTiming) -> str:
+    """The status an engine is shown with: its stored one, or ``silent``."""
+    return SILENT if is_silent(status, heartbeat_at_ms, now_ms, timing) else status
+
+
+@dataclass(frozen=True)
+class SilentHolding:
+    """What a silent engine still holds, and when the last of it can be taken over."""
+
+    claims: int
+    takeover_at_ms: int | None  # the latest expiry plus grace; None when it holds nothing
+
+
+def silent_holdings(engine_ids: list[str], timing: ClaimTiming) -> dict[str, SilentHolding]:
+    """Claims held by each of ``engine_ids`` (the silent ones) and their takeover time; one
+    query, none when the list is empty (the usual case)."""
+    if not engine_ids:
+        return {}
+    rows = (
+        WorkflowClaim.objects.filter(holder_engine_id__in=engine_ids)
+        .values("holder_engine_id")
+        .annotate(n=Count("*"), last=Max("holder_expires_at_ms"))
+        .order_by()
+        .values_list("holder_engine_id", "n", "last")
+    )
+    found = {
+        engine_id: SilentHolding(n, None if last is None else last + timing.grace_ms)
+        for engine_id, n, last in rows
+    }
+    return {engine_id: found.get(engine_id, SilentHolding(0, None)) for engine_id in engine_ids}
+
+
+def silent_holdings_of(
+    engines: list[Engine], now_ms: int, timing: ClaimTiming
+) -> dict[str, SilentHolding]:
+    """``silent_holdings`` for whichever of ``engines`` are silent at ``now_ms``."""
+    silent = [
+        e.engine_id for e in engines if is_silent(e.status, e.heartbeat_at_ms, now_ms, timing)
+    ]
+    return silent_holdings(silent, timing)
+
+
+def healthy_engine_count(now_ms: int, timing: ClaimTiming) -> int:
+    """Active engines that are not silent (a disposing engine is leaving); one query."""
+    return Engine.objects.filter(
+        status=EngineStatus.ACTIVE, heartbeat_at_ms__gte=silent_before_ms(now_ms, timing)
+    ).count()
+
+
+def engine_floor_alert(now_ms: int, timing: ClaimTiming, minimum: int) -> Alert | None:
+    """The every-page alert when fewer than ``minimum`` engines are healthy; one query."""
+    return engines_below_minimum(healthy_engine_count(now_ms, timing), minimum)

@@ -1,0 +1,139 @@
+"""The workflow listing shared by the workflows page and the API: filters, sorts, keyset pages,
+and the count of workflows per status. Two queries whatever the number of workflows.
+
+Sorts: ``updated`` and ``created`` newest first, ``id`` in id order; each walks an index
+(claims.models.workflows), and the cursor carries the sort key of the page's last row.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from django.db.models import Count, Q, QuerySet
+
+from claims.models import Workflow, WorkflowStatus
+from claims.protocol.errors import InvalidInputError
+
+MAX_PAGE = 200
+WorkflowSort = Literal["updated", "created", "id"]
+WORKFLOW_SORTS: tuple[WorkflowSort, ...] = ("updated", "created", "id")
+TimeField = Literal["updated", "created"]
+TIME_FIELDS: tuple[TimeField, ...] = ("updated", "created")
+_COLUMN = {"updated": "updated_at_ms", "created": "created_at_ms"}
+_ROW_COLUMNS = (
+    "workflow_id",
+    "workflow_type",
+    "status",
+    "created_at_ms",
+    "updated_at_ms",
+    # Only the summary of a failure: a row must not drag its 16 KiB traceback along.
+    "failure__type",
+    "failure__message",
+    "failure__step",
+)
+
+
+class BadCursorError(InvalidInputError):
+    """A cursor that this sort did not write: bad input (400 on a page, 422 in the API)."""
+
+
+@dataclass(frozen=True)
+class WorkflowFilters:
+    workflow_type: str | None = None
+    status: str | None = None
+    time_field: TimeField = "updated"
+    since_ms: int | None = None  # inclusive
+    until_ms: int | None = None  # exclusive
+    sort: WorkflowSort = "updated"
+
+
+@dataclass(frozen=True)
+class WorkflowRow:
+    workflow_id: str
+    workflow_type: str
+    status: str
+    created_at_ms: int
+    updated_at_ms: int
+    failure_type: str | None
+    failure_message: str | None
+    failure_step: str | None
+
+
+@dataclass(frozen=True)
+class WorkflowPage:
+    items: list[WorkflowRow]
+    next_cursor: str | None
+    status_counts: dict[str, int]  # every status, 0 included; under the type and time filters
+    as_of_ms: int
+
+    @property
+    def total(self) -> int:
+        return sum(self.status_counts.values())
+
+
+def _filtered(filters: WorkflowFilters) -> QuerySet[Workflow]:
+    """The type and time filters: what the status counts are counted under."""
+    rows = Workflow.objects.all()
+    if filters.workflow_type:
+        rows = rows.filter(workflow_type=filters.workflow_type)
+    column = _COLUMN[filters.time_field]
+    if filters.since_ms is not None:
+        rows = rows.filter(**{f"{column}__gte": filters.since_ms})
+    if filters.until_ms is not None:
+        rows = rows.filter(**{f"{column}__lt": filters.until_ms})
+    return rows
+
+
+def _after(sort: WorkflowSort, cursor: str) -> Q:
+    """Rows after the cursor's row in the sort's order; a time cursor is "<ms>:<id>"."""
+    if sort == "id":
+        return Q(workflow_id__gt=cursor)
+    at, sep, workflow_id = cursor.partition(":")
+    if not sep or not at.isascii() or not at.isdigit() or not workflow_id:
+        raise BadCursorError(
+            f"a cursor of sort {sort!r} is <ms>:<workflow id>; got {cursor[:40]!r}"
+        )
+    column = _COLUMN[sort]
+    return Q(**{f"{column}__lt": int(at)}) | Q(**{column: int(at), "workflow_id__lt": workflow_id})
+
+
+def _cursor_of(sort: WorkflowSort, row: WorkflowRow) -> str:
+    if sort == "id":
+        return row.workflow_id
+    at = row.updated_at_ms if sort == "updated" else row.created_at_ms
+    return f"{at}:{row.workflow_id}"
+
+
+def workflow_status_counts_where(filters: WorkflowFilters) -> dict[str, int]:
+    """Workflows per status under the type and time filters; one grouped query."""
+    counts = dict.fromkeys(WorkflowStatus.values, 0)
+    grouped = _filtered(filters).order_by().values_list("status").annotate(n=Count("pk"))
+    for status, n in grouped:
+        counts[status] = n
+    return counts
+
+
+def workflow_list(
+    filters: WorkflowFilters,
+    *,
+    now_ms: int,
+    cursor: str | None = None,
+    limit: int = 50,
+) -> WorkflowPage:
+    """One page after ``cursor`` in the sort's order, with the counts per status."""
+    limit = max(1, min(limit, MAX_PAGE))
+    rows = _filtered(filters)
+    if filters.status:
+        rows = rows.filter(status=filters.status)
+    if cursor:
+        rows = rows.filter(_after(filters.sort, cursor))
+    if filters.sort == "id":
+        rows = rows.order_by("workflow_id")
+    else:
+        column = _COLUMN[filters.sort]
+        rows = rows.order_by(f"-{column}", "-workflow_id")
+    values = list(rows.values_list(*_ROW_COLUMNS)[: limit + 1])
+    items = [WorkflowRow(*row) for row in values[:limit]]
+    next_cursor = _cursor_of(filters.sort, items[-1]) if len(values) > limit else None
+    return WorkflowPage(items, next_cursor, workflow_status_counts_where(filters), now_ms)

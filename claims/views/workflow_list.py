@@ -1,0 +1,76 @@
+"""The workflows page: filters by type, status and time in the URL, sorts, keyset pages,
+and the count per status, live like the other lists."""
+
+from __future__ import annotations
+
+from typing import cast
+
+from django.http import HttpResponse
+from django.views.decorators.http import require_GET
+
+from claims.fleet_clock import fleet_now
+from claims.models import WORKFLOW_ID_MAX_LENGTH, WorkflowStatus
+from claims.runtime.types import WORKFLOW_TYPE_MAX_LENGTH, registered_types
+from claims.selectors.workflow_list import (
+    TIME_FIELDS,
+    WORKFLOW_SORTS,
+    TimeField,
+    WorkflowFilters,
+    WorkflowSort,
+    workflow_list,
+)
+from weftboard.http import HtmxHttpRequest
+
+from .errors import BadInput
+from .inputs import optional_choice, optional_text, optional_utc_ms
+from .pages import operator_page, render_page
+
+PAGE_SIZE = 50
+# A time cursor is "<ms>:<workflow id>".
+CURSOR_MAX_LENGTH = WORKFLOW_ID_MAX_LENGTH + 20
+
+
+def workflow_filters(request: HtmxHttpRequest) -> WorkflowFilters:
+    """The filters in the URL, each checked; bad input raises BadInput (400)."""
+    params = request.GET
+    filters = WorkflowFilters(
+        workflow_type=optional_text(params, "type", max_length=WORKFLOW_TYPE_MAX_LENGTH),
+        status=optional_choice(params, "status", WorkflowStatus.values),
+        time_field=cast(TimeField, optional_choice(params, "time", TIME_FIELDS) or "updated"),
+        since_ms=optional_utc_ms(params, "since"),
+        until_ms=optional_utc_ms(params, "until"),
+        sort=cast(WorkflowSort, optional_choice(params, "sort", WORKFLOW_SORTS) or "updated"),
+    )
+    if (
+        filters.since_ms is not None
+        and filters.until_ms is not None
+        and filters.since_ms >= filters.until_ms
+    ):
+        raise BadInput("since must be earlier than until")
+    return filters
+
+
+@require_GET
+@operator_page
+def workflows(request: HtmxHttpRequest) -> HttpResponse:
+    """Two queries whatever the number of workflows: the page and the counts per status."""
+    filters = workflow_filters(request)
+    cursor = optional_text(request.GET, "cursor", max_length=CURSOR_MAX_LENGTH)
+    now, _ = fleet_now()
+    page = workflow_list(filters, now_ms=now, cursor=cursor, limit=PAGE_SIZE)  # a bad cursor: 400
+    context = {
+        "page": page,
+        "filters": filters,
+        "statuses": WorkflowStatus.values,
+        "sorts": WORKFLOW_SORTS,
+        "time_fields": TIME_FIELDS,
+        "types": registered_types(),
+        "filtered": bool(
+            filters.workflow_type
+            or filters.status
+            or filters.since_ms is not None
+            or filters.until_ms is not None
+        ),
+        "cursor": cursor,
+    }
+    return render_page(request, "claims/workflows.html", context, fragments=["workflows-live"])

@@ -1,0 +1,125 @@
+"""The workflow listing: filters, sorts, keyset pages and counts per status, in two queries."""
+
+from __future__ import annotations
+
+import pytest
+
+from claims.fleet_clock import fleet_clock
+from claims.selectors.workflow_list import (
+    BadCursorError,
+    WorkflowFilters,
+    workflow_list,
+    workflow_status_counts_where,
+)
+from tests.factories import make_workflow
+
+pytestmark = pytest.mark.django_db
+
+
+def ids(page):
+    return [row.workflow_id for row in page.items]
+
+
+def every_page(filters, *, limit):
+    """Walk the keyset pages to the end; the ids in the order they were listed."""
+    now = fleet_clock()()
+    seen, cursor = [], None
+    while True:
+        page = workflow_list(filters, now_ms=now, cursor=cursor, limit=limit)
+        seen += ids(page)
+        if page.next_cursor is None:
+            return seen
+        cursor = page.next_cursor
+
+
+@pytest.fixture
+def rows():
+    # Two rows share an updated time, so the id breaks the tie on the keyset.
+    make_workflow("wf-a", status="running", created_ago_ms=9_000, updated_ago_ms=1_000)
+    make_workflow("wf-b", status="failed", created_ago_ms=8_000, updated_ago_ms=3_000)
+    make_workflow("wf-c", status="failed", created_ago_ms=7_000, updated_ago_ms=3_000)
+    make_workflow(
+        "wf-d",
+        status="completed",
+        workflow_type="ledger",
+        created_ago_ms=6_000,
+        updated_ago_ms=2_000,
+    )
+    make_workflow("wf-e", status="cancelled", created_ago_ms=5_000, updated_ago_ms=4_000)
+
+
+@pytest.mark.parametrize(
+    ("sort", "order"),
+    [
+        ("updated", ["wf-a", "wf-d", "wf-c", "wf-b", "wf-e"]),
+        ("created", ["wf-e", "wf-d", "wf-c", "wf-b", "wf-a"]),
+        ("id", ["wf-a", "wf-b", "wf-c", "wf-d", "wf-e"]),
+    ],
+)
+@pytest.mark.parametrize("limit", [1, 2, 50])
+def test_every_sort_pages_through_each_row_once_in_order(rows, sort, order, limit):
+    assert every_page(WorkflowFilters(sort=sort), limit=limit) == order
+
+
+def test_type_status_and_time_filters_combine_and_counts_ignore_only_the_status(rows):
+    now = fleet_clock()()
+    filters = WorkflowFilters(status="failed", since_ms=now - 3_500, time_field="updated")
+
+    page = workflow_list(filters, now_ms=now)
+
+    assert ids(page) == ["wf-c", "wf-b"]
+    assert page.status_counts["failed"] == 2
+    assert page.status_counts["running"] == 1
+    assert page.status_counts["completed"] == 1
+    assert page.status_counts["cancelled"] == 0  # updated before `since`
+    assert page.status_counts["suspended"] == 0
+    assert page.total == 4
+
+    by_type = workflow_list(WorkflowFilters(workflow_type="ledger"), now_ms=now)
+    assert ids(by_type) == ["wf-d"]
+    created = WorkflowFilters(time_field="created", until_ms=now - 7_500, sort="id")
+    assert ids(workflow_list(created, now_ms=now)) == ["wf-a", "wf-b"]
+
+
+def test_a_failed_row_carries_its_failure_summary_only(rows):
+    make_workflow(
+        "wf-x",
+        status="failed",
+        failure={"type": "KeyError", "message": "'sku'", "step": "price", "traceback": "T" * 9000},
+    )
+
+    row = next(
+        r for r in workflow_list(WorkflowFilters(), now_ms=0).items if r.workflow_id == "wf-x"
+    )
+
+    assert (row.failure_type, row.failure_message, row.failure_step) == (
+        "KeyError",
+        "'sku'",
+        "price",
+    )
+    assert not hasattr(row, "failure")
+
+
+@pytest.mark.parametrize("cursor", ["nope", "12:", ":wf-a", "x1:wf-a"])
+def test_a_cursor_this_sort_did_not_write_is_refused(cursor):
+    with pytest.raises(BadCursorError):
+        workflow_list(WorkflowFilters(sort="updated"), now_ms=0, cursor=cursor)
+
+
+@pytest.mark.parametrize("n", [3, 60])
+def test_a_page_and_its_counts_are_two_queries_whatever_the_rows(n, django_assert_num_queries):
+    for i in range(n):
+        make_workflow(f"wf-{i:03d}", status="failed" if i % 3 else "running", updated_ago_ms=i)
+
+    with django_assert_num_queries(2):
+        page = workflow_list(WorkflowFilters(status="failed"), now_ms=0, cursor="1:wf-999")
+
+    assert page.total == n
+
+
+def test_counts_are_one_grouped_query(rows, django_assert_num_queries):
+    with django_assert_num_queries(1):
+        counts = workflow_status_counts_where(WorkflowFilters(workflow_type="order"))
+
+    assert counts["failed"] == 2
+    assert sum(counts.values()) == 4
