@@ -51,6 +51,7 @@ def test_a_silent_engine_lists_its_claims_and_takeover_time(viewer_client: Any) 
         "silent",
         1,
     )
+    assert claim.holder_expires_at_ms is not None
     assert item["takeover_at_ms"] == claim.holder_expires_at_ms + 10_000  # plus grace
     assert item["takeover_at"].endswith("Z")
 

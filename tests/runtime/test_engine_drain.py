@@ -4,6 +4,7 @@ flag is read at each tick, so a lost claims.drain message heals; undrain puts it
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 from unittest import mock
 
@@ -23,7 +24,7 @@ pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
-def local(clock: Any) -> LocalEngine:
+def local(clock: Any) -> Iterator[LocalEngine]:
     Engine.objects.create(
         engine_id="e-drain",
         hostname="h",
