@@ -24,4 +24,5 @@ def metrics(request: HttpRequest) -> HttpResponse:
             response = HttpResponse("a bearer token is required\n", status=401)
             response["WWW-Authenticate"] = 'Bearer realm="metrics"'
             return response
-    return ExportToDjangoView(request)
+    exported: HttpResponse = ExportToDjangoView(request)
+    return exported

@@ -225,4 +225,4 @@ def _is_due(wake_at_ms: Any, now_ms: int) -> bool:
     # A park with no usable wake time is due: the drive itself knows its sleeps.
     if isinstance(wake_at_ms, bool) or not isinstance(wake_at_ms, int):
         return True
-    return wake_at_ms <= now_ms
+    return bool(wake_at_ms <= now_ms)

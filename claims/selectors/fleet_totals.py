@@ -72,65 +72,77 @@ def fleet_metrics(*, now_ms: int | None = None, timing: ClaimTiming | None = Non
     ``now_ms`` and ``timing`` (the fleet clock's, when omitted) decide which live engines
     are silent and so get no per-engine series.
     """
-    from claims.models import (
-        ACTIVE_BACKFILL_STATUSES,
-        BackfillJob,
-        ClaimCounter,
-        Engine,
-        EngineStatus,
-        PendingRedrive,
-        ReclaimCursor,
-    )
+    from claims.models import ClaimCounter, PendingRedrive, ReclaimCursor
 
     if now_ms is None or timing is None:
         from claims.fleet_clock import fleet_now
 
         now_ms, timing = fleet_now()
-    silent_before = silent_before_ms(now_ms, timing)
     counters = {
         row["name"]: int(row["total"] or 0)
         for row in ClaimCounter.objects.values("name").annotate(total=Sum("value")).order_by()
     }
-    engines_by_status = dict.fromkeys(EngineStatus.values, 0)
-    active_claims = 0
-    candidates: dict[str, int] = {}
-    summaries: list[dict[str, Any]] = []
-    held_by_live_engine: dict[str, int] = {}
-    engines_healthy = 0
+    engines = _engine_totals(silent_before_ms(now_ms, timing))
+    cursor = ReclaimCursor.objects.aggregate(wraps=Sum("wraps"), scanned=Sum("scanned_total"))
+    return FleetMetrics(
+        counters=counters,
+        active_claims=engines.active_claims,
+        engines_by_status=engines.by_status,
+        pending_redrives=PendingRedrive.objects.count(),
+        cursor_wraps=int(cursor["wraps"] or 0),
+        cursor_scanned=int(cursor["scanned"] or 0),
+        candidates_by_source=engines.candidates,
+        pass_summaries=engines.summaries,
+        backfill_progress=_backfill_progress(),
+        held_by_live_engine=engines.held_by_live_engine,
+        engines_healthy=engines.healthy,
+    )
+
+
+@dataclass
+class _EngineTotals:
+    by_status: dict[str, int]
+    active_claims: int = 0
+    healthy: int = 0
+    candidates: dict[str, int] = field(default_factory=dict)
+    summaries: list[dict[str, Any]] = field(default_factory=list)
+    held_by_live_engine: dict[str, int] = field(default_factory=dict)
+
+
+def _engine_totals(silent_before: int) -> _EngineTotals:
+    """One pass over the engine rows; a live engine silent since ``silent_before`` counts
+    in the fleet sums but gets no per-engine series (its id would be a label for good)."""
+    from claims.models import Engine, EngineStatus
+
+    totals = _EngineTotals(by_status=dict.fromkeys(EngineStatus.values, 0))
     rows = Engine.objects.values_list(
         "engine_id", "status", "heartbeat_at_ms", "held_count", "pass_summary"
     )
     for engine_id, status, heartbeat_at_ms, held, summary in rows:
-        engines_by_status[status] = engines_by_status.get(status, 0) + 1
-        summaries.append(summary or {})
-        if status in LIVE_ENGINE_STATUSES:
-            active_claims += held
-            if heartbeat_at_ms >= silent_before:
-                held_by_live_engine[engine_id] = held
-                engines_healthy += status == "active"
-            found = (summary or {}).get("reclaim", {}).get("candidates", {})
-            for source, count in found.items():
-                candidates[source] = candidates.get(source, 0) + int(count)
-    cursor = ReclaimCursor.objects.aggregate(wraps=Sum("wraps"), scanned=Sum("scanned_total"))
+        totals.by_status[status] = totals.by_status.get(status, 0) + 1
+        totals.summaries.append(summary or {})
+        if status not in LIVE_ENGINE_STATUSES:
+            continue
+        totals.active_claims += held
+        if heartbeat_at_ms >= silent_before:
+            totals.held_by_live_engine[engine_id] = held
+            totals.healthy += status == "active"
+        found = (summary or {}).get("reclaim", {}).get("candidates", {})
+        for source, count in found.items():
+            totals.candidates[source] = totals.candidates.get(source, 0) + int(count)
+    return totals
+
+
+def _backfill_progress() -> float | None:
+    """The running backfill's share done (0.0 while its size is unknown), or None."""
+    from claims.models import ACTIVE_BACKFILL_STATUSES, BackfillJob
+
     job = (
         BackfillJob.objects.filter(status__in=ACTIVE_BACKFILL_STATUSES)
         .values_list("processed", "total_estimate")
         .first()
     )
-    progress = None
-    if job is not None:
-        processed, total = job
-        progress = min(1.0, processed / total) if total else 0.0
-    return FleetMetrics(
-        counters=counters,
-        active_claims=active_claims,
-        engines_by_status=engines_by_status,
-        pending_redrives=PendingRedrive.objects.count(),
-        cursor_wraps=int(cursor["wraps"] or 0),
-        cursor_scanned=int(cursor["scanned"] or 0),
-        candidates_by_source=candidates,
-        pass_summaries=summaries,
-        backfill_progress=progress,
-        held_by_live_engine=held_by_live_engine,
-        engines_healthy=engines_healthy,
-    )
+    if job is None:
+        return None
+    processed, total = job
+    return min(1.0, processed / total) if total else 0.0

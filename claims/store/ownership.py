@@ -21,4 +21,4 @@ class OwnershipMarkerQueries:
         """True if this call wrote the marker; False if one was already there."""
         with connection.cursor() as cursor:
             cursor.execute(ownership_marker_statements().establish, [1, mode, established_at_ms])
-            return cursor.rowcount == 1
+            return bool(cursor.rowcount == 1)

@@ -54,10 +54,12 @@ def fetch_one(db: Any, sql: str, params: Sequence[Any]) -> tuple[Any, ...] | Non
     if db.vendor != "postgresql":
         with db.cursor() as cursor:
             cursor.execute(sql, params)
-            return cursor.fetchone()
+            row: tuple[Any, ...] | None = cursor.fetchone()
+            return row
     cursor = _execute(db, sql, params)
     with db.wrap_database_errors:
-        return cursor.fetchone()
+        row = cursor.fetchone()
+        return row
 
 
 @async_unsafe

@@ -53,7 +53,8 @@ def decode_envelope(raw: bytes | str, *, accept: frozenset[str] = ACCEPT_CONTENT
     except (ValueError, UnicodeDecodeError) as error:
         raise UndecodableMessage(f"not JSON: {error}") from error
     check_envelope(payload, accept=accept)
-    return payload
+    envelope: dict[str, Any] = payload  # check_envelope refused anything but an object
+    return envelope
 
 
 def check_envelope(payload: Any, *, accept: frozenset[str] = ACCEPT_CONTENT) -> None:
