@@ -18,6 +18,7 @@ from claims.models import (
     WorkflowStatus,
 )
 from claims.protocol import Clock
+from claims.runtime.failures import error_summary, failure_record
 from claims.services.workflows import workflow_index, workflow_start
 
 DEMO_TYPES = ("order", "invoice", "ledger")
@@ -25,6 +26,33 @@ DEMO_TYPES = ("order", "invoice", "ledger")
 DEMO_ENGINES = ("demo-engine-a", "demo-engine-b", "demo-engine-c")
 # An engine that died without releasing: its claims are stranded until reclaimed.
 VANISHED_ENGINE = "demo-engine-vanished"
+
+
+class DemoStepError(Exception):
+    """What the demo's failed workflows failed with."""
+
+
+# Per type: the step it failed in, and why (the failed workflows of the seed show these).
+DEMO_FAILURES = {
+    "order": ("charge", "card declined by the issuer (demo)"),
+    "invoice": ("send", "mail relay refused the connection (demo)"),
+    "ledger": ("step-2", "ledger entry conflicts with an entry of another run (demo)"),
+}
+
+
+def _demo_failure(
+    workflow_type: str, *, at_ms: int, epoch: int, engine_id: str
+) -> dict[str, object]:
+    """The record the runtime would have written: raised for real, so it has a traceback,
+    after one failed attempt of the same step."""
+    step, message = DEMO_FAILURES[workflow_type]
+    try:
+        raise DemoStepError(message)
+    except DemoStepError as error:
+        retried = {"step": step, "attempt": 1, **error_summary(error), "at_ms": at_ms - 2_000}
+        return failure_record(
+            error, step=step, at_ms=at_ms, epoch=epoch, engine_id=engine_id, step_errors=[retried]
+        )
 
 
 def demo_input(workflow_type: str, rng: random.Random) -> dict[str, object]:
@@ -146,6 +174,11 @@ def _demo_workflow(fleet: _DemoFleet, n: int, rng: random.Random) -> None:
     fleet.workflows.append(workflow)
     epoch = rng.randint(1, 4)
     if status != WorkflowStatus.RUNNING:
+        if status == WorkflowStatus.FAILED:
+            engine_id = DEMO_ENGINES[n % len(DEMO_ENGINES)]
+            workflow.failure = _demo_failure(
+                workflow_type, at_ms=created, epoch=epoch, engine_id=engine_id
+            )
         fleet.claims.append(WorkflowClaim(workflow_id=workflow_id, epoch=epoch))
         return
     _running_claim(fleet, n, workflow, epoch, rng.random())

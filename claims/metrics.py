@@ -24,7 +24,7 @@ from prometheus_client.core import (
 from prometheus_client.registry import Collector
 
 from claims.protocol.constants import OUTCOMES
-from claims.protocol.pass_histogram import BUCKETS_S
+from claims.protocol.pass_histogram import BUCKETS_S, summed_histograms
 
 if TYPE_CHECKING:
     from claims.selectors import FleetMetrics
@@ -56,15 +56,11 @@ def _by_label(family: F, labels: Iterable[str], values: Mapping[str, float]) -> 
 
 def _histogram(name: str, documentation: str, summaries: list[dict[str, Any]]) -> Metric:
     family = HistogramMetricFamily(name, documentation, labels=["pass"])
+    summed = summed_histograms(summaries)
     for pass_name in PASS_NAMES:
-        counts = [0] * (len(BUCKETS_S) + 1)
-        total = 0.0
-        for summary in summaries:
-            data = summary.get("histograms", {}).get(pass_name)
-            if not data or len(data.get("counts", [])) != len(counts):
-                continue
-            counts = [a + b for a, b in zip(counts, data["counts"], strict=True)]
-            total += float(data.get("sum", 0.0))
+        data = summed.get(pass_name, {})
+        counts = data.get("counts", [0] * (len(BUCKETS_S) + 1))
+        total = float(data.get("sum", 0.0))
         cumulative, buckets = 0, []
         for bound, count in zip([*map(str, BUCKETS_S), "+Inf"], counts, strict=True):
             cumulative += count

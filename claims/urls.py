@@ -1,6 +1,7 @@
 from django.urls import path
 
 from claims import views
+from claims.views.action_kinds import ACTIONS
 from claims.views.workflow_list import workflows
 
 app_name = "claims"
@@ -12,18 +13,27 @@ urlpatterns = [
     path("claims/", views.claims, name="claims"),
     path("workflows/", workflows, name="workflows"),
     path("workflows/<path:workflow_id>/", views.workflow, name="workflow"),
-    path("release/<path:workflow_id>", views.claim_release, name="release"),
-    path("takeover/<path:workflow_id>", views.claim_takeover, name="takeover"),
-    path("cancel/<path:workflow_id>", views.workflow_cancel_action, name="cancel"),
-    path("suspend/<path:workflow_id>", views.workflow_suspend_action, name="suspend"),
-    path("resume/<path:workflow_id>", views.workflow_resume_action, name="resume"),
     path("engines/", views.engines, name="engines"),
     path("engines/<path:engine_id>/", views.engine, name="engine"),
     path("engine-release/<path:engine_id>", views.engine_release, name="engine_release"),
-    path("engine-drain/<path:engine_id>", views.engine_drain_view, name="engine_drain"),
-    path("engine-undrain/<path:engine_id>", views.engine_undrain_view, name="engine_undrain"),
     path("reclaim/", views.reclaim, name="reclaim"),
     path("redrives/", views.redrives, name="redrives"),
     path("backfills/", views.backfills, name="backfills"),
     path("audit/", views.audit, name="audit"),
+    path("engine-floor/", views.engine_floor, name="engine_floor"),
+]
+
+# One URL per workflow action, named after it: what each does is in views/action_kinds.py.
+urlpatterns += [
+    path(f"{action}/<path:workflow_id>", views.workflow_action, {"action": action}, name=action)
+    for action in ACTIONS
+]
+urlpatterns += [
+    path(
+        f"engine-{action}/<path:engine_id>",
+        views.engine_drain_action,
+        {"action": action},
+        name=f"engine_{action}",
+    )
+    for action in ("drain", "undrain")
 ]

@@ -4,7 +4,7 @@ reads back to compare with what the protocol holds."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from django.contrib.auth import get_user_model
@@ -12,11 +12,19 @@ from django.contrib.auth.models import Permission
 from django.db.models import QuerySet
 
 from claims.fleet_clock import fleet_clock
-from claims.models import Workflow, WorkflowClaim, WorkflowStatus
+from claims.models import Engine, EngineStatus, Workflow, WorkflowClaim, WorkflowStatus
 from claims.store.rows import HOLDER_COLUMNS
 
 # A claim row's columns in the order claims.store builds a ClaimRow from them.
 CLAIM_COLUMNS = ("workflow_id", "epoch", *HOLDER_COLUMNS)
+# Every operator write the API and the pages offer, but drain (claims app codenames).
+WRITE_PERMISSIONS = (
+    "force_claim",
+    "cancel_workflow",
+    "suspend_workflow",
+    "add_workflow",
+    "schedule_backfill",
+)
 
 
 def make_workflow(
@@ -61,6 +69,47 @@ def make_claim(
         holder_expires_at_ms=now + expires_in_ms if held else None,
         holder_claimed_at_ms=now - claimed_ago_ms if held else None,
     )
+
+
+def make_engine(
+    engine_id: str, *, status: str = EngineStatus.ACTIVE, heard_ago_ms: int = 0, **fields: Any
+) -> Engine:
+    """An engine row on "host" (pid 1, its own queue), started a minute ago and heard from
+    ``heard_ago_ms`` ago; ``fields`` set any column outright."""
+    now = fleet_clock()()
+    values: dict[str, Any] = {
+        "hostname": "host",
+        "pid": 1,
+        "queue": f"engine.{engine_id}",
+        "started_at_ms": now - 60_000,
+        "heartbeat_at_ms": now - heard_ago_ms,
+        "status": status,
+        **fields,
+    }
+    return Engine.objects.create(engine_id=engine_id, **values)
+
+
+# The scene of the actions on a whole engine (release all its claims, drain, undrain),
+# asked of the API and of the pages: engine e-silent holds these claims (workflow id ->
+# epoch), each of a running workflow, and engine e-2 is live beside it.
+SILENT_ENGINE_CLAIMS: Mapping[str, int] = {"wf-1": 4, "wf-2": 7, "wf-3": 2}
+
+
+def make_silent_engine_scene() -> None:
+    make_engine("e-silent")
+    make_engine("e-2")
+    for workflow_id, epoch in SILENT_ENGINE_CLAIMS.items():
+        make_workflow(workflow_id)
+        make_claim(workflow_id, epoch=epoch, engine="e-silent")
+
+
+def make_stranded_and_finished(stranded: str, finished: str, **claim_fields: Any) -> None:
+    """Ownerless claims (``claim_fields`` as for make_claim) of two workflows: ``stranded``'s
+    still runs, with no engine to drive it; ``finished``'s has completed."""
+    make_claim(stranded, engine=None, **claim_fields)
+    make_claim(finished, engine=None, **claim_fields)
+    make_workflow(stranded, status=WorkflowStatus.RUNNING)
+    make_workflow(finished, status=WorkflowStatus.COMPLETED)
 
 
 def bulk_held_claims(

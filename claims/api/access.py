@@ -15,6 +15,7 @@ from prometheus_client import Counter
 
 from claims.models import ApiToken, ApiTokenScope
 from claims.services.rules import refuse_if_read_only
+from weftboard.client_address import client_address
 
 logger = logging.getLogger("weftboard.api")
 
@@ -88,10 +89,12 @@ class WriteRateThrottle(BaseThrottle):
         rate = str(getattr(settings, "WEFTBOARD_API_WRITE_RATE", "") or DEFAULT_WRITE_RATE)
         limit, seconds = parse_rate(rate)
         user = getattr(request, "user", None)
+        # The API authenticates before it throttles, so a caller here is signed in; the
+        # address (as the sign-in lockout reads it) is the fallback should that change.
         who = (
             f"user-{user.pk}"
             if user is not None and user.is_authenticated
-            else (f"addr-{request.META.get('REMOTE_ADDR', '')}")
+            else f"addr-{client_address(request)}"
         )
         now = time.time()
         key = f"weftboard:api-write:{who}:{int(now // seconds)}"

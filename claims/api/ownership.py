@@ -19,7 +19,6 @@ from .schemas import (
     READ_ERRORS,
     WRITE_ERRORS,
     ClaimFilterIn,
-    ClaimOut,
     ClaimPageOut,
     ClaimStateOut,
     ErrorOut,
@@ -28,7 +27,6 @@ from .schemas import (
     ReleaseIn,
     StaleEpochOut,
     TakeoverIn,
-    utc,
 )
 
 FORCE_PERMISSION = "claims.force_claim"
@@ -50,13 +48,7 @@ def claims_list(request: HttpRequest, filters: Query[ClaimFilterIn]) -> ClaimPag
         cursor=filters.cursor,
         limit=filters.limit,
     )
-    return ClaimPageOut(
-        items=[ClaimOut.of(view) for view in page.items],
-        next_cursor=page.next_cursor,
-        sort=page.sort,
-        as_of_ms=page.as_of_ms,
-        as_of=utc(page.as_of_ms),
-    )
+    return ClaimPageOut.of(page)
 
 
 @router.get(

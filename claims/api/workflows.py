@@ -7,6 +7,9 @@ The rules (read-only switch, a registered type, the operator's reason) are the s
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any, TypeVar
+
 from django.http import HttpRequest
 from ninja import Query, Status
 
@@ -36,6 +39,8 @@ from .schemas import (
     WorkflowStartIn,
     WorkflowSuspendIn,
 )
+
+RouteFunction = TypeVar("RouteFunction", bound=Callable[..., Any])
 
 
 @router.get("/workflows", response={200: WorkflowPageOut, **READ_ERRORS})
@@ -79,15 +84,20 @@ def workflow_create(request: HttpRequest, payload: WorkflowStartIn) -> Status[Wo
     return Status(201, WorkflowOut.of(workflow))
 
 
-@router.post(
-    f"/workflows/{WORKFLOW}/cancel",
-    response={**WRITE_ERRORS, 200: WorkflowCancelOut},
-    throttle=write_throttle,
-    # The route's names from before it was renamed to free the service's name: OpenAPI
-    # clients name their methods after the operation id.
-    operation_id="claims_api_workflows_workflow_cancel",
-    url_name="workflow_cancel",
-)
+def _transition_route(verb: str) -> Callable[[RouteFunction], RouteFunction]:
+    """POST /workflows/{id}/<verb>, answered with the workflow and its claim as they are now."""
+    return router.post(
+        f"/workflows/{WORKFLOW}/{verb}",
+        response={**WRITE_ERRORS, 200: WorkflowCancelOut},
+        throttle=write_throttle,
+        # Fixed names, kept from before the functions were renamed to free the services'
+        # names: OpenAPI clients name their methods after the operation id.
+        operation_id=f"claims_api_workflows_workflow_{verb}",
+        url_name=f"workflow_{verb}",
+    )
+
+
+@_transition_route("cancel")
 def workflow_cancel_route(
     request: HttpRequest, workflow_id: str, payload: WorkflowCancelIn | None = None
 ) -> WorkflowCancelOut:
@@ -101,13 +111,7 @@ def workflow_cancel_route(
     return _after_transition(workflow)
 
 
-@router.post(
-    f"/workflows/{WORKFLOW}/suspend",
-    response={**WRITE_ERRORS, 200: WorkflowCancelOut},
-    throttle=write_throttle,
-    operation_id="claims_api_workflows_workflow_suspend",
-    url_name="workflow_suspend",
-)
+@_transition_route("suspend")
 def workflow_suspend_route(
     request: HttpRequest, workflow_id: str, payload: WorkflowSuspendIn
 ) -> WorkflowCancelOut:
@@ -115,28 +119,27 @@ def workflow_suspend_route(
     engine is deposed on its next write, and no reclaim pass takes it back until it is
     resumed. `expected_epoch` is required (0: never claimed): a claim that has moved
     answers 409 (the body carries the fresh claim), and so does a workflow not running."""
-    actor = check_write(request, "claims.suspend_workflow")
-    workflow = workflow_suspend(
-        workflow_id, actor=actor, reason=payload.reason, expected_epoch=payload.expected_epoch
-    )
-    return _after_transition(workflow)
+    return _suspend_or_resume(request, workflow_id, payload, workflow_suspend)
 
 
-@router.post(
-    f"/workflows/{WORKFLOW}/resume",
-    response={**WRITE_ERRORS, 200: WorkflowCancelOut},
-    throttle=write_throttle,
-    operation_id="claims_api_workflows_workflow_resume",
-    url_name="workflow_resume",
-)
+@_transition_route("resume")
 def workflow_resume_route(
     request: HttpRequest, workflow_id: str, payload: WorkflowSuspendIn
 ) -> WorkflowCancelOut:
     """Resume a suspended workflow: running again, ownerless at the next epoch, so the next
     reclaim pass grants it to an engine, which carries on from its last checkpoint. The
     same `expected_epoch` rule as suspend; a workflow not suspended answers 409."""
+    return _suspend_or_resume(request, workflow_id, payload, workflow_resume)
+
+
+def _suspend_or_resume(
+    request: HttpRequest,
+    workflow_id: str,
+    payload: WorkflowSuspendIn,
+    transition: Callable[..., Workflow],
+) -> WorkflowCancelOut:
     actor = check_write(request, "claims.suspend_workflow")
-    workflow = workflow_resume(
+    workflow = transition(
         workflow_id, actor=actor, reason=payload.reason, expected_epoch=payload.expected_epoch
     )
     return _after_transition(workflow)

@@ -25,6 +25,7 @@ from .engines import (
     FleetSnapshot,
     PendingRedrive,
     ReclaimCursor,
+    RetiredPassHistograms,
 )
 from .fleet_history import FleetSnapshotHistory
 from .ids import ENGINE_ID_MAX_LENGTH, WORKFLOW_ID_MAX_LENGTH
@@ -62,6 +63,7 @@ __all__ = [
     "OwnershipModeMarker",
     "PendingRedrive",
     "ReclaimCursor",
+    "RetiredPassHistograms",
     "StepLedger",
     "VisibilityWatermark",
     "Workflow",

@@ -9,6 +9,7 @@ from django.db import models
 from django.db.models import Q
 
 from .ids import ENGINE_ID_MAX_LENGTH, WORKFLOW_ID_MAX_LENGTH
+from .singletons import only_row_one, singleton_id
 
 
 class ClaimRowsAreKeptError(RuntimeError):
@@ -77,15 +78,13 @@ class OwnershipMode(models.TextChoices):
 class OwnershipModeMarker(models.Model):
     """Written once by the first engine; every later engine must run the same mode."""
 
-    id = models.PositiveSmallIntegerField(primary_key=True, default=1, editable=False)
+    id = singleton_id()
     # No choices: an unknown stored value must be read back and refused, not coerced.
     mode = models.CharField(max_length=32)
     established_at_ms = models.BigIntegerField(null=True)
 
     class Meta:
-        constraints = [
-            models.CheckConstraint(condition=Q(id=1), name="ownership_mode_marker_singleton"),
-        ]
+        constraints = [only_row_one("ownership_mode_marker_singleton")]
 
     def __str__(self) -> str:
         return self.mode

@@ -7,6 +7,7 @@ from django.db import models
 from django.db.models import Q
 
 from .ids import ENGINE_ID_MAX_LENGTH, WORKFLOW_ID_MAX_LENGTH
+from .singletons import only_row_one, singleton_id
 
 
 class EngineStatus(models.TextChoices):
@@ -101,6 +102,24 @@ class ClaimCounter(models.Model):
         return f"{self.engine_id} {self.name}={self.value}"
 
 
+class RetiredPassHistograms(models.Model):
+    """The pass-duration histograms of engines pruned from the history, summed into one
+    row before their rows go: /metrics adds them to the kept engines', so
+    weftboard_pass_duration_seconds never goes down (ClaimCounter rows do the same for the
+    counters by outliving their engine)."""
+
+    id = singleton_id()
+    # As Engine.pass_summary keeps them: {"histograms": {pass: {"counts": [...], "sum": s}}}.
+    summary = models.JSONField(default=dict)
+    engines = models.PositiveIntegerField(default=0)  # how many pruned engines it sums
+
+    class Meta:
+        constraints = [only_row_one("retired_pass_histograms_singleton")]
+
+    def __str__(self) -> str:
+        return f"pass histograms of {self.engines} pruned engines"
+
+
 class ReclaimCursor(models.Model):
     """Where the fleet's bounded scan of the Workflow table resumes."""
 
@@ -119,14 +138,12 @@ class FleetSnapshot(models.Model):
     """The whole-fleet aggregates the overview shows, taken once per renew interval by beat,
     so every operator's poll reads one row instead of scanning every claim and workflow."""
 
-    id = models.PositiveSmallIntegerField(primary_key=True, default=1, editable=False)
+    id = singleton_id()
     taken_at_ms = models.BigIntegerField()
     data = models.JSONField(default=dict)
 
     class Meta:
-        constraints = [
-            models.CheckConstraint(condition=Q(id=1), name="fleet_snapshot_singleton"),
-        ]
+        constraints = [only_row_one("fleet_snapshot_singleton")]
 
     def __str__(self) -> str:
         return f"fleet snapshot at {self.taken_at_ms}"

@@ -6,6 +6,7 @@ from django.db import models
 from django.db.models import Q
 
 from .ids import ENGINE_ID_MAX_LENGTH, WORKFLOW_ID_MAX_LENGTH
+from .singletons import only_row_one, singleton_id
 
 
 class WorkflowStatus(models.TextChoices):
@@ -85,14 +86,12 @@ class WorkflowVisibility(models.Model):
 class VisibilityWatermark(models.Model):
     """Written by a backfill that finished clean: the index may then be trusted."""
 
-    id = models.PositiveSmallIntegerField(primary_key=True, default=1, editable=False)
+    id = singleton_id()
     version = models.PositiveIntegerField()
     built_at_ms = models.BigIntegerField()
 
     class Meta:
-        constraints = [
-            models.CheckConstraint(condition=Q(id=1), name="visibility_watermark_singleton"),
-        ]
+        constraints = [only_row_one("visibility_watermark_singleton")]
 
     def __str__(self) -> str:
         return f"visibility index v{self.version}"

@@ -28,6 +28,29 @@ def log_event(logger: logging.Logger, level: int, event: str, **fields: object) 
 _claims_logger = logging.getLogger("weftboard.claims")
 
 
+# A batch that took over more claims than this (a dead engine's hundreds) is logged as one
+# line naming the first few: each grant is in the audit log, and a line per claim would
+# bury everything else.
+TAKEOVER_LINES_MAX = 5
+
+
+def log_takeovers(granted: dict[str, int], engine_id: str) -> None:
+    """The takeovers one set-based attempt won: a line each, or one line for a crowd."""
+    if len(granted) <= TAKEOVER_LINES_MAX:
+        for workflow_id, epoch in granted.items():
+            log_takeover(workflow_id, epoch, engine_id)
+        return
+    shown = list(granted)[:TAKEOVER_LINES_MAX]
+    log_event(
+        _claims_logger,
+        logging.INFO,
+        "takeover",
+        count=len(granted),
+        engine=engine_id,
+        workflows=" ".join(shown) + f" +{len(granted) - len(shown)} more (see the audit log)",
+    )
+
+
 def log_takeover(workflow_id: str, epoch: int, engine_id: str) -> None:
     """A takeover this engine won: once per grant, whichever reclaim path granted it."""
     log_event(

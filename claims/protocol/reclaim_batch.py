@@ -12,7 +12,7 @@ from collections.abc import Callable
 from typing import Literal
 
 from .decisions import after_takeover
-from .log_events import log_takeover
+from .log_events import log_takeovers
 from .metrics import ClaimMetrics
 from .redrives import PendingRedrives
 from .registry import ClaimRegistry
@@ -82,13 +82,13 @@ class SetBasedReclaim:
         left to ``attempt``, which takes it back at its epoch: these ids were not held
         here when the batch began."""
         no_claim: list[str] = []
+        taken: dict[str, int] = {}
         for wf, result in self.registry.takeover_many(ids).items():
             step = after_takeover(result, engine_id=self.registry.engine_id, held_here=False)
             if step == "drive":
                 self._record("takeover")
                 assert result.epoch is not None
-                log_takeover(wf, result.epoch, self.registry.engine_id)
-                granted[wf] = result.epoch
+                taken[wf] = granted[wf] = result.epoch
             elif step == "backoff-skipped":
                 self._record("backoff_skipped")
                 settled[wf] = "backoff-skipped"
@@ -98,6 +98,7 @@ class SetBasedReclaim:
                 self._record("lost_race")
             elif step == "acquire":
                 no_claim.append(wf)
+        log_takeovers(taken, self.registry.engine_id)
         return no_claim
 
     def _batch_acquire(

@@ -194,9 +194,10 @@ def live_engine_statuses() -> dict[str, str]:
 
 
 def live_engine_ids() -> list[str]:
-    """Engines that can take a forced claim (active only: a disposing engine is leaving)."""
+    """Engines that can take a forced claim: active and not draining (a disposing engine is
+    leaving; a draining one would release the claim at its next tick)."""
     return list(
-        Engine.objects.filter(status=EngineStatus.ACTIVE)
+        Engine.objects.filter(status=EngineStatus.ACTIVE, drain_requested_at_ms__isnull=True)
         .order_by("engine_id")
         .values_list("engine_id", flat=True)
     )

@@ -89,12 +89,14 @@ class EngineHistory:
     start_ms: int
     end_ms: int
     window: str
+    outcomes: list[Series]  # this engine's attempts per minute
     held: list[Series]
     pass_durations: list[Series]
 
     @property
     def charts(self) -> list[Chart]:
         return [
+            Chart("outcomes", "Claim attempt outcomes per minute", "/min", self.outcomes),
             Chart("held", "Held claims", "", self.held),
             Chart("passes", "Pass durations", " ms", self.pass_durations),
         ]
@@ -103,9 +105,10 @@ class EngineHistory:
 def history_row(
     *, by_state: Mapping[ClaimState, int], by_holder: Mapping[str, int]
 ) -> dict[str, Any]:
-    """What one history row keeps, read now (two queries): the fleet's counter totals,
-    claims by derived state, per live engine its held claims and pass durations, and each
-    pass's slowest duration (what the overview draws, so it need not read every engine's)."""
+    """What one history row keeps, read now (three queries): the fleet's counter totals,
+    claims by derived state, per live engine its held claims, pass durations and charted
+    counters, and each pass's slowest duration (what the overview draws, so it need not
+    read every engine's)."""
     counters = dict.fromkeys(CounterName.values, 0)
     for row in ClaimCounter.objects.values("name").annotate(total=Sum("value")).order_by():
         counters[row["name"]] = int(row["total"] or 0)
@@ -117,6 +120,10 @@ def history_row(
         held[engine_id] = int(by_holder.get(engine_id, 0))
         durations = {name: pass_part(summary, name).get("duration_ms") for name in PASS_NAMES}
         passes[engine_id] = {k: float(v) for k, v in durations.items() if v is not None}
+    engine_counters: dict[str, dict[str, int]] = {engine_id: {} for engine_id in held}
+    mine = ClaimCounter.objects.filter(engine_id__in=list(held), name__in=CHARTED_COUNTERS)
+    for engine_id, name, value in mine.values_list("engine_id", "name", "value"):
+        engine_counters[engine_id][name] = int(value)
     slowest = {
         name: max(runs[name] for runs in passes.values() if name in runs)
         for name in PASS_NAMES
@@ -128,6 +135,7 @@ def history_row(
         "held": held,
         "passes": passes,
         "slowest": slowest,
+        "engine_counters": engine_counters,
     }
 
 
@@ -221,18 +229,28 @@ def fleet_history(*, now_ms: int, window: str = DEFAULT_WINDOW) -> FleetHistory:
 
 
 def engine_history(engine_id: str, *, now_ms: int, window: str = DEFAULT_WINDOW) -> EngineHistory:
-    """One engine's held claims and pass durations over ``window``; one query."""
-    parts = {key: KeyTransform(engine_id, KeyTransform(key, "data")) for key in ("held", "passes")}
+    """One engine's attempt outcomes, held claims and pass durations over ``window``; one
+    query. Its outcomes start at the first row taken while it was live (a row before
+    that has no counters of it, so no rate is drawn across its start)."""
+    keys = {"held": "held", "passes": "passes", "counters": "engine_counters"}
+    parts = {part: KeyTransform(engine_id, KeyTransform(key, "data")) for part, key in keys.items()}
     start_ms, rows = _window(now_ms, window, parts)
     shown = [
         (t, {"held": {engine_id: data["held"]}, "passes": data["passes"]})
         for t, data in rows
         if t >= start_ms
     ]
+    # A live engine's charted counters that are still 0 have no row yet: read as 0.
+    counted = [
+        (t, {"counters": dict.fromkeys(CHARTED_COUNTERS, 0) | data["counters"]})
+        for t, data in rows
+        if isinstance(data["counters"], dict)
+    ]
     return EngineHistory(
         start_ms=start_ms,
         end_ms=now_ms,
         window=window,
+        outcomes=[_rates(counted, start_ms, name) for name in CHARTED_COUNTERS],
         held=[_values(shown, "held", engine_id)],
         pass_durations=[_values(shown, "passes", name) for name in PASS_NAMES],
     )

@@ -67,12 +67,12 @@ def silent_before_ms(now_ms: int, timing: ClaimTiming) -> int:
 
 
 def fleet_metrics(*, now_ms: int | None = None, timing: ClaimTiming | None = None) -> FleetMetrics:
-    """Everything /metrics shows, in five queries whatever the fleet's size.
+    """Everything /metrics shows, in six queries whatever the fleet's size.
 
     ``now_ms`` and ``timing`` (the fleet clock's, when omitted) decide which live engines
     are silent and so get no per-engine series.
     """
-    from claims.models import ClaimCounter, PendingRedrive, ReclaimCursor
+    from claims.models import ClaimCounter, PendingRedrive, ReclaimCursor, RetiredPassHistograms
 
     if now_ms is None or timing is None:
         from claims.fleet_clock import fleet_now
@@ -92,7 +92,11 @@ def fleet_metrics(*, now_ms: int | None = None, timing: ClaimTiming | None = Non
         cursor_wraps=int(cursor["wraps"] or 0),
         cursor_scanned=int(cursor["scanned"] or 0),
         candidates_by_source=engines.candidates,
-        pass_summaries=engines.summaries,
+        # The pruned engines' histograms still count: the series never goes down.
+        pass_summaries=[
+            *engines.summaries,
+            *RetiredPassHistograms.objects.values_list("summary", flat=True),
+        ],
         backfill_progress=_backfill_progress(),
         held_by_live_engine=engines.held_by_live_engine,
         engines_healthy=engines.healthy,

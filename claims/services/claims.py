@@ -179,14 +179,7 @@ def claim_force_takeover(
     The pages and the API use claim_force_takeover_and_notify, which also tells the engine.
     Raises StaleEpochError when the claim is no longer at ``expected_epoch``.
     """
-    granted = _grant_takeover(
-        workflow_id,
-        expected_epoch=expected_epoch,
-        target_engine_id=target_engine_id,
-        actor=actor,
-        reason=reason,
-        clock=clock,
-    )
+    granted = _grant_takeover(workflow_id, expected_epoch, target_engine_id, actor, reason, clock)
     return granted.epoch
 
 
@@ -207,12 +200,7 @@ def claim_force_takeover_and_notify(
     """
     with transaction.atomic():
         granted = _grant_takeover(
-            workflow_id,
-            expected_epoch=expected_epoch,
-            target_engine_id=target_engine_id,
-            actor=actor,
-            reason=reason,
-            clock=clock,
+            workflow_id, expected_epoch, target_engine_id, actor, reason, clock
         )
         queue = granted.adopt_queue
         if queue is not None:
@@ -229,17 +217,20 @@ def claim_force_takeover_and_notify(
 
 
 def _live_engine_queue(engine_id: str) -> str | None:
-    """The queue of an active engine (None when it has none); ClaimConfigError otherwise."""
-    queues = Engine.objects.filter(engine_id=engine_id, status=EngineStatus.ACTIVE)
-    found = list(queues.values_list("queue", flat=True)[:1])
+    """The queue of an active engine (None when it has none); ClaimConfigError otherwise,
+    and for a draining engine, which would only release the claim again."""
+    engines = Engine.objects.filter(engine_id=engine_id, status=EngineStatus.ACTIVE)
+    found = list(engines.values_list("queue", "drain_requested_at_ms")[:1])
     if not found:
         raise ClaimConfigError(f"engine {engine_id!r} is not a live engine")
-    return found[0] or None
+    queue, draining_since = found[0]
+    if draining_since is not None:
+        raise ClaimConfigError(f"engine {engine_id!r} is draining: undrain it first")
+    return queue or None
 
 
 def _grant_takeover(
     workflow_id: str,
-    *,
     expected_epoch: int,
     target_engine_id: str,
     actor: str | None,

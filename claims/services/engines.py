@@ -12,8 +12,15 @@ from typing import Any
 
 from django.db import connection, transaction
 
-from claims.models import Engine, EngineStatus, FleetSnapshot, PendingRedrive
+from claims.models import (
+    Engine,
+    EngineStatus,
+    FleetSnapshot,
+    PendingRedrive,
+    RetiredPassHistograms,
+)
 from claims.protocol.log_events import log_event
+from claims.protocol.pass_histogram import summed_histograms
 from claims.protocol.timing import ClaimTiming
 from claims.store.sql.counters import counter_statements
 
@@ -101,12 +108,29 @@ def engines_prune_history(*, now_ms: int, keep_ms: int) -> int:
     """Delete stopped and dead engines whose last heartbeat (a stopping engine writes one
     as it stops) is older than ``keep_ms``; returns how many. Engine rows only: claim rows,
     claim events and counters outlive their engine (fleet counters never go down), and a
-    claim row naming a pruned holder still reads as held by an engine that is not live."""
-    deleted, _ = Engine.objects.filter(
-        status__in=[EngineStatus.STOPPED, EngineStatus.DEAD],
-        heartbeat_at_ms__lt=now_ms - keep_ms,
-    ).delete()
-    return deleted
+    claim row naming a pruned holder still reads as held by an engine that is not live.
+    Their pass histograms are added to RetiredPassHistograms in the same transaction, so
+    the fleet's histogram never goes down."""
+    with transaction.atomic():
+        # Locked first, so two prunes at once cannot both add the same engine's buckets:
+        # the second waits here, then finds the rows gone.
+        retired, _ = RetiredPassHistograms.objects.select_for_update().get_or_create(id=1)
+        pruned = list(
+            Engine.objects.select_for_update()
+            .filter(
+                status__in=[EngineStatus.STOPPED, EngineStatus.DEAD],
+                heartbeat_at_ms__lt=now_ms - keep_ms,
+            )
+            .values_list("engine_id", "pass_summary")
+        )
+        if not pruned:
+            return 0
+        summaries = [retired.summary, *(summary or {} for _, summary in pruned)]
+        retired.summary = {"histograms": summed_histograms(summaries)}
+        retired.engines += len(pruned)
+        retired.save(update_fields=["summary", "engines"])
+        Engine.objects.filter(engine_id__in=[engine_id for engine_id, _ in pruned]).delete()
+    return len(pruned)
 
 
 def counters_record(*, engine_id: str, totals: Mapping[str, int]) -> None:

@@ -9,6 +9,7 @@ a workflow type some engine can run.
 from __future__ import annotations
 
 import uuid
+from dataclasses import dataclass
 from typing import Any
 
 from django.db import transaction
@@ -136,23 +137,29 @@ def _lock_claim_then_workflow(workflow_id: str) -> tuple[Workflow, int | None]:
 
 # Where each transition may start from: cancel ends anything not yet ended, a suspended
 # workflow included; suspend and resume move between running and suspended only.
-_NOT_ENDED = frozenset(WorkflowStatus) - TERMINAL_STATUSES
-_RUNNING = frozenset({WorkflowStatus.RUNNING})
-_SUSPENDED = frozenset({WorkflowStatus.SUSPENDED})
+@dataclass(frozen=True)
+class _Move:
+    """A transition from outside the workflow's engine: where to, and from where."""
+
+    status: WorkflowStatus
+    action: str  # the audit event's name
+    allowed_from: frozenset[WorkflowStatus]
+
+
+_CANCEL = _Move(WorkflowStatus.CANCELLED, "cancel", frozenset(WorkflowStatus) - TERMINAL_STATUSES)
+_SUSPEND = _Move(WorkflowStatus.SUSPENDED, "suspend", frozenset({WorkflowStatus.RUNNING}))
+_RESUME = _Move(WorkflowStatus.RUNNING, "resume", frozenset({WorkflowStatus.SUSPENDED}))
 
 
 def _transition(
     workflow_id: str,
-    *,
-    status: WorkflowStatus,
-    action: str,
-    allowed_from: frozenset[WorkflowStatus],
+    move: _Move,
     actor: str | None,
     reason: str,
+    expected_epoch: int | None,
     clock: Clock | None,
-    expected_epoch: int | None = None,
 ) -> Workflow:
-    """Move the workflow to ``status`` and rotate its claim to the next epoch with no
+    """Move the workflow to ``move.status`` and rotate its claim to the next epoch with no
     holder, in one transaction: whoever held it is deposed on its next write."""
     refuse_if_read_only()
     workflow_id = check_workflow_id(workflow_id)
@@ -165,12 +172,12 @@ def _transition(
         # 0 is what an operator saw of a workflow never claimed: no claim row.
         if expected_epoch is not None and expected_epoch != (epoch or 0):
             raise StaleEpochError(workflow_id, expected_epoch, epoch)
-        if workflow.status not in allowed_from:
-            raise InvalidTransitionError(workflow_id, workflow.status, action)
+        if workflow.status not in move.allowed_from:
+            raise InvalidTransitionError(workflow_id, workflow.status, move.action)
         rotate_claim(
             _store, workflow_id, clock=lambda: now, kind="rotated", actor=actor, reason=reason
         )
-        workflow.status = status
+        workflow.status = move.status
         workflow.updated_at_ms = now
         workflow.save(update_fields=["status", "updated_at_ms"])
         workflow_index(workflow)
@@ -188,16 +195,7 @@ def workflow_cancel(
     """Cancel a workflow that has not ended (a suspended one too); with ``expected_epoch``
     (0: no claim row yet) a compare-and-swap on the epoch the operator saw:
     StaleEpochError if the claim has moved since."""
-    return _transition(
-        workflow_id,
-        status=WorkflowStatus.CANCELLED,
-        action="cancel",
-        allowed_from=_NOT_ENDED,
-        actor=actor,
-        reason=reason,
-        clock=clock,
-        expected_epoch=expected_epoch,
-    )
+    return _transition(workflow_id, _CANCEL, actor, reason, expected_epoch, clock)
 
 
 def workflow_suspend(
@@ -212,16 +210,7 @@ def workflow_suspend(
     its engine is deposed on its next write, and no reclaim pass takes it back (they take
     running workflows only). A compare-and-swap on the epoch the operator saw (0: no claim
     row yet): StaleEpochError if it moved; InvalidTransitionError unless running."""
-    return _transition(
-        workflow_id,
-        status=WorkflowStatus.SUSPENDED,
-        action="suspend",
-        allowed_from=_RUNNING,
-        actor=actor,
-        reason=reason,
-        clock=clock,
-        expected_epoch=expected_epoch,
-    )
+    return _transition(workflow_id, _SUSPEND, actor, reason, expected_epoch, clock)
 
 
 def workflow_resume(
@@ -235,13 +224,4 @@ def workflow_resume(
     """Resume a suspended workflow: running again and ownerless at the next epoch, so the
     next reclaim pass grants it to an engine, which replays it from its checkpoints.
     The same compare-and-swap as suspend; InvalidTransitionError unless suspended."""
-    return _transition(
-        workflow_id,
-        status=WorkflowStatus.RUNNING,
-        action="resume",
-        allowed_from=_SUSPENDED,
-        actor=actor,
-        reason=reason,
-        clock=clock,
-        expected_epoch=expected_epoch,
-    )
+    return _transition(workflow_id, _RESUME, actor, reason, expected_epoch, clock)

@@ -10,6 +10,7 @@ table are in ``claim_sets.py``.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import fields
 from typing import Any, TypeVar
 
 from django.db import transaction
@@ -83,16 +84,8 @@ def claim_row_from_values(
 
 
 def event_row(event: ClaimEventRecord) -> ClaimEvent:
-    return ClaimEvent(
-        workflow_id=event.workflow_id,
-        kind=event.kind,
-        epoch_before=event.epoch_before,
-        epoch_after=event.epoch_after,
-        engine_id=event.engine_id,
-        actor=event.actor,
-        reason=event.reason,
-        at_ms=event.at_ms,
-    )
+    # The record's fields are the model's columns, by the same names.
+    return ClaimEvent(**{field.name: getattr(event, field.name) for field in fields(event)})
 
 
 class ClaimRowQueries:

@@ -36,7 +36,10 @@ def engine_row(row: EngineRow, now_ms: int, claims_url: str) -> SafeString:
     counts = row.counters
     cells = [
         _stacked(f"{engine_link(engine.engine_id)}{_name(engine)}"),
-        _stacked(f'<span class="badge badge--{status}">{status}</span>{_takeover(row, now_ms)}'),
+        _stacked(
+            f'<span class="badge badge--{status}">{status}</span>{_draining(row)}'
+            f"{_takeover(row, now_ms)}"
+        ),
         f'<td class="stack" title="{hostname} pid {engine.pid}">{short_hostname}'
         f"<small>pid {engine.pid}</small></td>",
         f"<td>{when(engine.heartbeat_at_ms, now_ms)}{LATE if row.heartbeat_late else ''}</td>",
@@ -59,6 +62,13 @@ def _stacked(html: str) -> str:
 def _name(engine: Engine) -> str:
     """The worker's name under the id; nothing for an engine that registered without one."""
     return f"<small>{escape(engine.name)}</small>" if engine.name else ""
+
+
+def _draining(row: EngineRow) -> str:
+    """Beside a live engine's badge while an operator's drain is in force."""
+    if not (row.live and row.engine.draining):
+        return ""
+    return f' <span class="badge badge--draining">draining</span><small>{row.holding} left</small>'
 
 
 def _takeover(row: EngineRow, now_ms: int) -> str:

@@ -271,6 +271,15 @@ def live(context: template.Context, as_of_ms: int) -> SafeString:
 
 
 @register.simple_tag
+def live_url(url_name: str) -> SafeString:
+    """Attributes that make an element poll ``url_name`` (a fragment of its own, such as
+    the frame's alert) and swap itself, at the pace of the page's live fragments."""
+    return format_html(
+        'data-live hx-get="{}" hx-trigger="{}" hx-swap="outerHTML"', reverse(url_name), LIVE_TRIGGER
+    )
+
+
+@register.simple_tag
 def percent(part: int | float, whole: int | float) -> str:
     """part / whole as a CSS percentage, 0 when whole is 0."""
     return f"{(100 * part / whole) if whole else 0:.1f}%"

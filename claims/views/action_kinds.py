@@ -28,14 +28,18 @@ class ActionForm:
     target_engine_id: str = ""
 
 
+Conflict = Callable[[Workflow | None, ClaimView | None], str | None]
+Perform = Callable[[str, ActionForm, ClaimView | None], str]
+
+
 @dataclass(frozen=True)
 class ActionKind:
     title: str
     permission: str
     # Why this workflow rules the action out (a 409), or None.
-    conflict: Callable[[Workflow | None, ClaimView | None], str | None]
+    conflict: Conflict
     # Performs the action through its service; returns the message for the operator.
-    perform: Callable[[str, ActionForm, ClaimView | None], str]
+    perform: Perform
     # The epoch the form carries when there is no claim row (0: "never claimed", for the
     # workflow transitions); None means the action needs a claim.
     unclaimed_epoch: int | None = None
@@ -141,40 +145,28 @@ def _resume(workflow_id: str, form: ActionForm, old: ClaimView | None) -> str:
     return "Resumed; the next reclaim pass gives it to an engine"
 
 
+def _transition(title: str, permission: str, conflict: Conflict, perform: Perform) -> ActionKind:
+    """A workflow transition: it applies whether or not the workflow was ever claimed."""
+    return ActionKind(title, permission, conflict, perform, unclaimed_epoch=0)
+
+
+# The URL of each action is named after its key (claims/urls.py).
 ACTIONS: dict[str, ActionKind] = {
-    "release": ActionKind(
-        title="Force release",
-        permission=FORCE_CLAIM,
-        conflict=_release_conflict,
-        perform=_release,
-    ),
+    # Epoch + 1 with no holder; the old holder is deposed on its next write.
+    "release": ActionKind("Force release", FORCE_CLAIM, _release_conflict, _release),
+    # Epoch + 1 granted to a chosen live engine, which is told to adopt and drive it.
     "takeover": ActionKind(
-        title="Force takeover",
-        permission=FORCE_CLAIM,
-        conflict=_takeover_conflict,
-        perform=_takeover,
+        "Force takeover",
+        FORCE_CLAIM,
+        _takeover_conflict,
+        _takeover,
         error_field="target",
         chooses_engine=True,
     ),
-    "cancel": ActionKind(
-        title="Cancel workflow",
-        permission=CANCEL_WORKFLOW,
-        conflict=_cancel_conflict,
-        perform=_cancel,
-        unclaimed_epoch=0,
-    ),
-    "suspend": ActionKind(
-        title="Suspend workflow",
-        permission=SUSPEND_WORKFLOW,
-        conflict=_suspend_conflict,
-        perform=_suspend,
-        unclaimed_epoch=0,
-    ),
-    "resume": ActionKind(
-        title="Resume workflow",
-        permission=SUSPEND_WORKFLOW,
-        conflict=_resume_conflict,
-        perform=_resume,
-        unclaimed_epoch=0,
-    ),
+    # External terminal transition: cancelled, the claim rotated in the same commit.
+    "cancel": _transition("Cancel workflow", CANCEL_WORKFLOW, _cancel_conflict, _cancel),
+    # Running to suspended, the claim rotated to no holder in the same commit.
+    "suspend": _transition("Suspend workflow", SUSPEND_WORKFLOW, _suspend_conflict, _suspend),
+    # Suspended to running, ownerless at the next epoch: the next reclaim pass takes it.
+    "resume": _transition("Resume workflow", SUSPEND_WORKFLOW, _resume_conflict, _resume),
 }

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.contrib import messages
-from django.http import HttpResponse, HttpResponseBase, HttpResponseRedirect
+from django.http import HttpResponse, HttpResponseBase
 from django.shortcuts import render
 from django.urls import reverse
 from django.views.decorators.http import require_http_methods
@@ -33,7 +33,7 @@ from .inputs import (
     reason_param,
     workflow_id_param,
 )
-from .pages import operator_page
+from .pages import operator_page, see_other
 from .permissions import action_refusal
 
 ACTION_TARGET = "#action-panel"
@@ -90,9 +90,7 @@ def _done(
         response = render(request, TEMPLATE + "#done", {**context, "message": message})
         return trigger_client_event(response, "claimChanged", {"workflow_id": workflow_id})
     messages.success(request, message)
-    response = HttpResponseRedirect(reverse("claims:workflow", args=[workflow_id]))
-    response.status_code = 303  # See Other: the browser GETs the workflow page
-    return response
+    return see_other(reverse("claims:workflow", args=[workflow_id]))
 
 
 def _posted_epoch(kind: ActionKind, raw: str) -> int | None:
@@ -156,14 +154,17 @@ def _perform(
             _form(request, fresh, status=409), "claimChanged", {"workflow_id": workflow_id}
         )
     except ReadOnlyError:
-        raise  # a refusal, not a slip in the form: answered by _action
+        raise  # a refusal, not a slip in the form: answered by workflow_action
     except ClaimConfigError as error:
         context["errors"] = {kind.error_field: str(error)}
         return _form(request, context, status=400)
     return _done(request, workflow_id, message, context)
 
 
-def _action(request: HtmxHttpRequest, action: str, workflow_id: str) -> HttpResponseBase:
+@require_http_methods(["GET", "POST"])
+@operator_page
+def workflow_action(request: HtmxHttpRequest, workflow_id: str, action: str) -> HttpResponseBase:
+    """One of ACTIONS on one workflow; the URL names the action (see claims/urls.py)."""
     try:
         workflow_id = workflow_id_param(workflow_id)
         context = _context(request, action, workflow_id)
@@ -182,38 +183,3 @@ def _action(request: HtmxHttpRequest, action: str, workflow_id: str) -> HttpResp
     except (BadInput, ReadOnlyError) as error:
         # The read-only switch was turned on after the page drew the form: 403 here too.
         return error_response(request, error, target=ACTION_TARGET)
-
-
-@require_http_methods(["GET", "POST"])
-@operator_page
-def claim_release(request: HtmxHttpRequest, workflow_id: str) -> HttpResponseBase:
-    """Epoch + 1 with no holder; the old holder is deposed on its next write."""
-    return _action(request, "release", workflow_id)
-
-
-@require_http_methods(["GET", "POST"])
-@operator_page
-def claim_takeover(request: HtmxHttpRequest, workflow_id: str) -> HttpResponseBase:
-    """Epoch + 1 granted to a chosen live engine, which is told to adopt and drive it."""
-    return _action(request, "takeover", workflow_id)
-
-
-@require_http_methods(["GET", "POST"])
-@operator_page
-def workflow_cancel_action(request: HtmxHttpRequest, workflow_id: str) -> HttpResponseBase:
-    """External terminal transition: cancelled, and the claim rotated in the same commit."""
-    return _action(request, "cancel", workflow_id)
-
-
-@require_http_methods(["GET", "POST"])
-@operator_page
-def workflow_suspend_action(request: HtmxHttpRequest, workflow_id: str) -> HttpResponseBase:
-    """Running to suspended, the claim rotated to no holder in the same commit."""
-    return _action(request, "suspend", workflow_id)
-
-
-@require_http_methods(["GET", "POST"])
-@operator_page
-def workflow_resume_action(request: HtmxHttpRequest, workflow_id: str) -> HttpResponseBase:
-    """Suspended to running, ownerless at the next epoch: the next reclaim pass takes it."""
-    return _action(request, "resume", workflow_id)

@@ -14,13 +14,12 @@ from claims.selectors.audit import CSV_HEADER, CSV_MAX_ROWS, AuditFilters, audit
 from claims.selectors.engine_actions import engine_events
 from weftboard.http import HtmxHttpRequest
 
-from .errors import BadInput
 from .inputs import (
     optional_choice,
     optional_positive_int,
     optional_prefix,
     optional_text,
-    optional_utc_ms,
+    utc_range_ms,
 )
 from .pages import operator_page, render_page
 
@@ -45,22 +44,16 @@ class _Echo:
 
 def _filters(request: HtmxHttpRequest) -> AuditFilters:
     params = request.GET
-    filters = AuditFilters(
+    since_ms, until_ms = utc_range_ms(params)
+    return AuditFilters(
         kind=optional_choice(params, "kind", ClaimEventKind.values),
         engine=optional_text(params, "engine"),
         actor=optional_text(params, "actor", max_length=150),
         prefix=optional_prefix(params),
-        since_ms=optional_utc_ms(params, "since"),
-        until_ms=optional_utc_ms(params, "until"),
+        since_ms=since_ms,
+        until_ms=until_ms,
         operator_only=params.get("operator") == "1",
     )
-    if (
-        filters.since_ms is not None
-        and filters.until_ms is not None
-        and filters.since_ms >= filters.until_ms
-    ):
-        raise BadInput("since must be earlier than until")
-    return filters
 
 
 def _csv(filters: AuditFilters) -> StreamingHttpResponse:

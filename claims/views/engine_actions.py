@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.contrib import messages
-from django.http import HttpResponse, HttpResponseBase, HttpResponseRedirect
+from django.http import HttpResponse, HttpResponseBase
 from django.shortcuts import render
 from django.urls import reverse
 from django.views.decorators.http import require_http_methods
@@ -24,7 +24,7 @@ from weftboard.http import HtmxHttpRequest
 
 from .errors import BadInput, NotFound, Refused
 from .inputs import engine_id_param, positive_int, reason_param, workflow_id_param
-from .pages import operator_page
+from .pages import operator_page, see_other
 from .permissions import DRAIN_ENGINE, FORCE_CLAIM, action_refusal
 
 TEMPLATE = "claims/engine_action.html"
@@ -104,7 +104,11 @@ def engine_release(request: HtmxHttpRequest, engine_id: str) -> HttpResponseBase
     return render(request, TEMPLATE, context)
 
 
-def _drain_action(request: HtmxHttpRequest, action: str, engine_id: str) -> HttpResponseBase:
+@require_http_methods(["GET", "POST"])
+@operator_page
+def engine_drain_action(request: HtmxHttpRequest, engine_id: str, action: str) -> HttpResponseBase:
+    """Drain (no new claims, drives to their checkpoint, claims released) or undrain (back
+    to acquiring and taking over); the URL names which."""
     engine = _engine(engine_id)
     context = _context(request, action, engine)
     if request.method == "GET":
@@ -123,20 +127,4 @@ def _drain_action(request: HtmxHttpRequest, action: str, engine_id: str) -> Http
         if action == "drain"
         else f"Engine {engine.engine_id} is undrained: it acquires and takes over again",
     )
-    response = HttpResponseRedirect(reverse("claims:engine", args=[engine.engine_id]))
-    response.status_code = 303  # See Other: the browser GETs the engine page
-    return response
-
-
-@require_http_methods(["GET", "POST"])
-@operator_page
-def engine_drain_view(request: HtmxHttpRequest, engine_id: str) -> HttpResponseBase:
-    """Ask the engine to drain: no new claims, drives to their checkpoint, claims released."""
-    return _drain_action(request, "drain", engine_id)
-
-
-@require_http_methods(["GET", "POST"])
-@operator_page
-def engine_undrain_view(request: HtmxHttpRequest, engine_id: str) -> HttpResponseBase:
-    """Put a draining engine back to acquiring and taking over."""
-    return _drain_action(request, "undrain", engine_id)
+    return see_other(reverse("claims:engine", args=[engine.engine_id]))

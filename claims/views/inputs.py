@@ -98,3 +98,12 @@ def optional_utc_ms(params: QueryDict, name: str) -> int | None:
         raise BadInput(
             f"{name} must be a UTC date and time: {error}; got {value[:40]!r}"
         ) from error
+
+
+def utc_range_ms(params: QueryDict) -> tuple[int | None, int | None]:
+    """The ``since``/``until`` pair of a date-range filter (optional_utc_ms each); ``since``
+    must come first when both are given."""
+    since_ms, until_ms = optional_utc_ms(params, "since"), optional_utc_ms(params, "until")
+    if since_ms is not None and until_ms is not None and since_ms >= until_ms:
+        raise BadInput("since must be earlier than until")
+    return since_ms, until_ms

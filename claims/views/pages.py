@@ -9,7 +9,7 @@ from urllib.parse import quote
 
 from django.conf import settings
 from django.contrib.auth.views import redirect_to_login
-from django.http import HttpResponse, HttpResponseBase
+from django.http import HttpResponse, HttpResponseBase, HttpResponseRedirect
 from django.shortcuts import render
 from django_htmx.http import HttpResponseClientRedirect
 
@@ -38,6 +38,14 @@ def operator_page(view: View) -> View:
             return error_response(request, error)
 
     return wrapper  # type: ignore[return-value]
+
+
+def see_other(url: str) -> HttpResponseRedirect:
+    """303 after a POST that changed something: the browser GETs ``url``, and a reload
+    does not post the form again."""
+    response = HttpResponseRedirect(url)
+    response.status_code = 303
+    return response
 
 
 def wants_fragment(request: HtmxHttpRequest) -> bool:

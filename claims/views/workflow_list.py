@@ -21,8 +21,7 @@ from claims.selectors.workflow_list import (
 )
 from weftboard.http import HtmxHttpRequest
 
-from .errors import BadInput
-from .inputs import optional_choice, optional_text, optional_utc_ms
+from .inputs import optional_choice, optional_text, utc_range_ms
 from .pages import operator_page, render_page
 
 PAGE_SIZE = 50
@@ -33,21 +32,15 @@ CURSOR_MAX_LENGTH = WORKFLOW_ID_MAX_LENGTH + 20
 def workflow_filters(request: HtmxHttpRequest) -> WorkflowFilters:
     """The filters in the URL, each checked; bad input raises BadInput (400)."""
     params = request.GET
-    filters = WorkflowFilters(
+    since_ms, until_ms = utc_range_ms(params)
+    return WorkflowFilters(
         workflow_type=optional_text(params, "type", max_length=WORKFLOW_TYPE_MAX_LENGTH),
         status=optional_choice(params, "status", WorkflowStatus.values),
         time_field=cast(TimeField, optional_choice(params, "time", TIME_FIELDS) or "updated"),
-        since_ms=optional_utc_ms(params, "since"),
-        until_ms=optional_utc_ms(params, "until"),
+        since_ms=since_ms,
+        until_ms=until_ms,
         sort=cast(WorkflowSort, optional_choice(params, "sort", WORKFLOW_SORTS) or "updated"),
     )
-    if (
-        filters.since_ms is not None
-        and filters.until_ms is not None
-        and filters.since_ms >= filters.until_ms
-    ):
-        raise BadInput("since must be earlier than until")
-    return filters
 
 
 @require_GET

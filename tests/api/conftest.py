@@ -9,20 +9,14 @@ from urllib.parse import quote
 import pytest
 from django.core.cache import cache
 from django.test import Client
+from pytest_django import DjangoAssertNumQueries
 
 from claims.fleet_clock import fleet_clock
-from claims.models import ApiToken, Engine, EngineStatus, Workflow, WorkflowClaim, WorkflowStatus
+from claims.models import ApiToken, ClaimEvent, Engine, Workflow, WorkflowClaim, WorkflowStatus
 from claims.tokens import api_token_mint
 from tests import factories
 
 API = "/api/v1"
-WRITE_PERMISSIONS = (
-    "force_claim",
-    "cancel_workflow",
-    "suspend_workflow",
-    "add_workflow",
-    "schedule_backfill",
-)
 
 
 def url(path: str) -> str:
@@ -53,7 +47,7 @@ def _fresh_throttle() -> Iterator[None]:
 
 @pytest.fixture
 def operator(django_user_model: Any) -> Any:
-    return factories.make_user("operator", WRITE_PERMISSIONS)
+    return factories.make_user("operator", factories.WRITE_PERMISSIONS)
 
 
 @pytest.fixture
@@ -86,19 +80,9 @@ def make_claim(workflow_id: str, **fields: Any) -> WorkflowClaim:
     return factories.make_claim(workflow_id, **{"epoch": 3, **fields})
 
 
-def make_engine(
-    engine_id: str, *, status: str = EngineStatus.ACTIVE, queue: str | None = None
-) -> Engine:
-    now = now_ms()
-    return Engine.objects.create(
-        engine_id=engine_id,
-        hostname="host",
-        pid=1,
-        queue=f"engine.{engine_id}" if queue is None else queue,
-        started_at_ms=now - 60_000,
-        heartbeat_at_ms=now - 1_000,
-        status=status,
-    )
+def make_engine(engine_id: str, **fields: Any) -> Engine:
+    """An engine row (tests.factories; ``fields`` as there), here heard from a second ago."""
+    return factories.make_engine(engine_id, **{"heard_ago_ms": 1_000, **fields})
 
 
 def claim_values(workflow_id: str) -> tuple[Any, ...]:
@@ -113,3 +97,31 @@ def claim_values(workflow_id: str) -> tuple[Any, ...]:
         )
         .get()
     )
+
+
+def assert_rotated(response: Any, *, status: str, epoch: int, reason: str) -> None:
+    """A 200 answering the workflow now ``status`` and its claim ownerless at ``epoch``, the
+    one event a "rotated" by the operator giving ``reason``."""
+    assert response.status_code == 200, response.content
+    body = response.json()
+    assert body["workflow"]["status"] == status
+    assert (body["claim"]["epoch"], body["claim"]["state"]) == (epoch, "ownerless")
+    event = ClaimEvent.objects.get()
+    assert (event.kind, event.actor, event.reason) == ("rotated", "operator", reason)
+
+
+def assert_bad_query(client: Client, path: str) -> None:
+    """A GET of ``path`` is refused as bad input: 422, saying why."""
+    response = client.get(path)
+    assert response.status_code == 422, response.content
+    assert "detail" in response.json()
+
+
+def listed_within(
+    client: Client, path: str, queries: int, assert_max_num_queries: DjangoAssertNumQueries
+) -> Any:
+    """The JSON answer to a GET of ``path``, which must cost at most ``queries`` queries once
+    a first GET has calibrated the process's fleet clock."""
+    client.get(path)
+    with assert_max_num_queries(queries):
+        return client.get(path).json()

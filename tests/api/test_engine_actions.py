@@ -12,11 +12,9 @@ from claims.models import ClaimEvent, Engine, EngineEvent, WorkflowClaim
 from tests import factories
 
 from .conftest import (
-    WRITE_PERMISSIONS,
     bearer,
     claim_values,
     make_claim,
-    make_engine,
     make_workflow,
     post,
     url,
@@ -31,16 +29,12 @@ UNDRAIN = url("/engines/e-silent/undrain")
 
 @pytest.fixture(autouse=True)
 def world():
-    make_engine("e-silent")
-    make_engine("e-2")
-    for n, epoch in ((1, 4), (2, 7), (3, 2)):
-        make_workflow(f"wf-{n}")
-        make_claim(f"wf-{n}", epoch=epoch, engine="e-silent")
+    factories.make_silent_engine_scene()
 
 
 @pytest.fixture
 def drainer(django_user_model: Any) -> Any:
-    return factories.make_user("dana", (*WRITE_PERMISSIONS, "drain_engine"))
+    return factories.make_user("dana", (*factories.WRITE_PERMISSIONS, "drain_engine"))
 
 
 @pytest.fixture

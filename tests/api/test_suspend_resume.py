@@ -7,7 +7,15 @@ import pytest
 
 from claims.models import ClaimEvent, Workflow, WorkflowStatus, WorkflowVisibility
 
-from .conftest import bearer, claim_values, make_claim, make_workflow, post, wf_url
+from .conftest import (
+    assert_rotated,
+    bearer,
+    claim_values,
+    make_claim,
+    make_workflow,
+    post,
+    wf_url,
+)
 
 pytestmark = pytest.mark.django_db
 
@@ -20,13 +28,8 @@ def test_suspend_deposes_the_holder_and_answers_the_fresh_claim(operator_client)
         operator_client, wf_url("wf-1", "/suspend"), {"expected_epoch": 5, "reason": "INC-9"}
     )
 
-    assert response.status_code == 200, response.content
-    body = response.json()
-    assert body["workflow"]["status"] == "suspended"
-    assert (body["claim"]["epoch"], body["claim"]["state"]) == (6, "ownerless")
+    assert_rotated(response, status="suspended", epoch=6, reason="INC-9")
     assert claim_values("wf-1") == (6, None, None, None, None)
-    event = ClaimEvent.objects.get()
-    assert (event.kind, event.actor, event.reason) == ("rotated", "operator", "INC-9")
 
 
 def test_resume_makes_it_running_and_ownerless(operator_client):
@@ -37,13 +40,8 @@ def test_resume_makes_it_running_and_ownerless(operator_client):
         operator_client, wf_url("wf-1", "/resume"), {"expected_epoch": 6, "reason": "fixed"}
     )
 
-    assert response.status_code == 200, response.content
-    body = response.json()
-    assert body["workflow"]["status"] == "running"
-    assert (body["claim"]["epoch"], body["claim"]["state"]) == (7, "ownerless")
+    assert_rotated(response, status="running", epoch=7, reason="fixed")
     assert WorkflowVisibility.objects.get(workflow_id="wf-1").status == "running"
-    event = ClaimEvent.objects.get()
-    assert (event.kind, event.actor, event.reason) == ("rotated", "operator", "fixed")
 
 
 @pytest.mark.parametrize("action", ["/suspend", "/resume"])

@@ -63,7 +63,7 @@ def test_charts_are_drawn_from_history_in_a_new_tab_and_after_a_reload(
     fresh.close()
 
     visit(page, BY_NAME["engine"])
-    expect(page.locator("#engine-history svg.chart__svg")).to_have_count(2)
+    expect(page.locator("#engine-history svg.chart__svg")).to_have_count(3)
     expect(page.locator("#engine-held-desc")).to_contain_text(scene.HOLDER)
 
 

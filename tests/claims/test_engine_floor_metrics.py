@@ -8,7 +8,8 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from claims.fleet_clock import fleet_now
-from claims.models import Engine, EngineStatus
+from claims.models import EngineStatus
+from tests import factories
 
 pytestmark = pytest.mark.django_db
 
@@ -16,15 +17,7 @@ FLOOR = ("weftboard_engines_live", "weftboard_engines_minimum", "weftboard_engin
 
 
 def engine(engine_id: str, *, status: str = EngineStatus.ACTIVE, heard_ms_ago: int = 0) -> None:
-    now_ms, _ = fleet_now()
-    Engine.objects.create(
-        engine_id=engine_id,
-        hostname="h",
-        pid=1,
-        started_at_ms=0,
-        heartbeat_at_ms=now_ms - heard_ms_ago,
-        status=status,
-    )
+    factories.make_engine(engine_id, status=status, heard_ago_ms=heard_ms_ago)
 
 
 def floor(client: Any) -> tuple[float, ...]:

@@ -10,9 +10,9 @@ import pytest
 from django.db import OperationalError
 
 from claims.engine.outages import BrokerReconnectLog, DatabaseOutage
-from claims.models import Engine, EngineStatus
 from claims.protocol.log_events import event_line
 from claims.services.engines import DEAD_AFTER_TTLS, engines_mark_silent_dead
+from tests import factories
 from weftboard.logs import ROUTINE_TASKS, QuietRoutineTasks
 
 TTL = 30_000
@@ -116,14 +116,7 @@ def test_a_dead_engine_is_logged_once(caplog):
     """Marking a silent engine dead logs it once; the next check finds nothing new to log."""
     caplog.set_level(logging.DEBUG, logger="weftboard.claims")
     for engine_id, silent_ms in (("gone", DEAD_AFTER_TTLS * TTL + 5_000), ("live", 1_000)):
-        Engine.objects.create(
-            engine_id=engine_id,
-            hostname="h",
-            pid=1,
-            started_at_ms=0,
-            heartbeat_at_ms=NOW - silent_ms,
-            status=EngineStatus.ACTIVE,
-        )
+        factories.make_engine(engine_id, started_at_ms=0, heartbeat_at_ms=NOW - silent_ms)
 
     assert engines_mark_silent_dead(now_ms=NOW, ttl_ms=TTL) == 1
     assert engines_mark_silent_dead(now_ms=NOW + 1, ttl_ms=TTL) == 0

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import abc
 from collections.abc import Callable
 from typing import Any
 
@@ -72,130 +73,137 @@ def registry(store: Any, clock: FakeClock, timing: ClaimTiming) -> Callable[...,
 # -- reclaim and renew passes (workflows, the scan cursor, pending re-drives) -----------
 
 
-class MemoryWorkflows:
+class Workflows(abc.ABC):
+    """Arrange and inspect workflows (authoritative record and visibility index), the
+    reclaim scan cursor and persisted re-drives, the same way on both stores."""
+
+    def put(
+        self,
+        workflow_id: str,
+        *,
+        status: str = "running",
+        workflow_type: str = "demo",
+        indexed: bool = True,
+    ) -> None:
+        """Create or overwrite a workflow, with its index entry unless not ``indexed``."""
+        self._put(workflow_id, status, workflow_type, indexed)
+
+    def put_many(
+        self,
+        workflow_ids: list[str],
+        *,
+        status: str = "running",
+        workflow_type: str = "demo",
+        indexed: bool = False,
+    ) -> None:
+        """Create new workflows, without index entries unless ``indexed``."""
+        self._put_many(workflow_ids, status, workflow_type, indexed)
+
+    @abc.abstractmethod
+    def _put(self, workflow_id: str, status: str, workflow_type: str, indexed: bool) -> None: ...
+
+    def _put_many(
+        self, workflow_ids: list[str], status: str, workflow_type: str, indexed: bool
+    ) -> None:
+        for workflow_id in workflow_ids:
+            self._put(workflow_id, status, workflow_type, indexed)
+
+    @abc.abstractmethod
+    def set_status(self, workflow_id: str, status: str) -> None:
+        """Change the status of a workflow put earlier (and of its index entry, if any)."""
+
+    @abc.abstractmethod
+    def cursor(self) -> tuple[str | None, int, int]:
+        """(last workflow id read, wraps, rows scanned in total) of the "default" cursor."""
+
+    @abc.abstractmethod
+    def pending_redrives(self) -> dict[tuple[str, str], tuple[int, int, str]]:
+        """(engine, workflow) -> (epoch, attempts, last error) of every persisted re-drive."""
+
+
+class MemoryWorkflows(Workflows):
     """Workflows, the scan cursor and pending re-drives of a ``MemoryClaimStore``."""
 
     def __init__(self, store: MemoryClaimStore) -> None:
         self.store = store
         self._kept: dict[str, tuple[str, bool]] = {}  # id -> (workflow type, indexed)
 
-    def put(
-        self,
-        workflow_id: str,
-        *,
-        status: str = "running",
-        workflow_type: str = "demo",
-        indexed: bool = True,
-    ) -> None:
+    def _put(self, workflow_id: str, status: str, workflow_type: str, indexed: bool) -> None:
         self.store.put_workflow(
             workflow_id, status=status, workflow_type=workflow_type, indexed=indexed
         )
         self._kept[workflow_id] = (workflow_type, indexed)
 
-    def put_many(
-        self,
-        workflow_ids: list[str],
-        *,
-        status: str = "running",
-        workflow_type: str = "demo",
-        indexed: bool = False,
-    ) -> None:
-        for workflow_id in workflow_ids:
-            self.put(workflow_id, status=status, workflow_type=workflow_type, indexed=indexed)
-
     def set_status(self, workflow_id: str, status: str) -> None:
-        """Change the status of a workflow put earlier (and of its index entry, if any)."""
         workflow_type, indexed = self._kept[workflow_id]
-        self.put(workflow_id, status=status, workflow_type=workflow_type, indexed=indexed)
+        self._put(workflow_id, status, workflow_type, indexed)
 
     def cursor(self) -> tuple[str | None, int, int]:
-        """(last workflow id read, wraps, rows scanned in total) of the "default" cursor."""
         return self.store.cursor("default")
 
     def pending_redrives(self) -> dict[tuple[str, str], tuple[int, int, str]]:
-        """(engine, workflow) -> (epoch, attempts, last error) of every persisted re-drive."""
         return dict(self.store.pending_redrives)
 
 
-class OrmWorkflows:
+def _workflow_columns(status: str, workflow_type: str) -> dict[str, Any]:
+    """A Workflow row's columns but its id, as the contract arranges them."""
+    return {
+        "workflow_type": workflow_type,
+        "status": status,
+        "created_at_ms": START_MS,
+        "updated_at_ms": START_MS,
+    }
+
+
+def _visibility_columns(status: str, workflow_type: str) -> dict[str, Any]:
+    """A WorkflowVisibility row's columns but its id, as the contract arranges them."""
+    return {"status": status, "workflow_type": workflow_type, "updated_at_ms": START_MS}
+
+
+class OrmWorkflows(Workflows):
     """The same on the ORM: Workflow, WorkflowVisibility, ReclaimCursor, PendingRedrive."""
 
     def __init__(self, store: Any) -> None:
         self.store = store
 
-    def put(
-        self,
-        workflow_id: str,
-        *,
-        status: str = "running",
-        workflow_type: str = "demo",
-        indexed: bool = True,
-    ) -> None:
+    def _put(self, workflow_id: str, status: str, workflow_type: str, indexed: bool) -> None:
         from claims.models import Workflow, WorkflowVisibility
 
         Workflow.objects.update_or_create(
-            workflow_id=workflow_id,
-            defaults={
-                "workflow_type": workflow_type,
-                "status": status,
-                "created_at_ms": START_MS,
-                "updated_at_ms": START_MS,
-            },
+            workflow_id=workflow_id, defaults=_workflow_columns(status, workflow_type)
         )
         visibility = WorkflowVisibility.objects.filter(workflow_id=workflow_id)
         if indexed:
             WorkflowVisibility.objects.update_or_create(
-                workflow_id=workflow_id,
-                defaults={
-                    "status": status,
-                    "workflow_type": workflow_type,
-                    "updated_at_ms": START_MS,
-                },
+                workflow_id=workflow_id, defaults=_visibility_columns(status, workflow_type)
             )
         else:
             visibility.delete()
 
-    def put_many(
-        self,
-        workflow_ids: list[str],
-        *,
-        status: str = "running",
-        workflow_type: str = "demo",
-        indexed: bool = False,
+    def _put_many(
+        self, workflow_ids: list[str], status: str, workflow_type: str, indexed: bool
     ) -> None:
-        """Create new workflows with ``bulk_create`` (fast enough for thousands)."""
+        """With ``bulk_create`` (fast enough for thousands)."""
         from claims.models import Workflow, WorkflowVisibility
 
+        columns = _workflow_columns(status, workflow_type)
         Workflow.objects.bulk_create(
-            Workflow(
-                workflow_id=workflow_id,
-                workflow_type=workflow_type,
-                status=status,
-                created_at_ms=START_MS,
-                updated_at_ms=START_MS,
-            )
-            for workflow_id in workflow_ids
+            Workflow(workflow_id=workflow_id, **columns) for workflow_id in workflow_ids
         )
         if indexed:
+            columns = _visibility_columns(status, workflow_type)
             WorkflowVisibility.objects.bulk_create(
-                WorkflowVisibility(
-                    workflow_id=workflow_id,
-                    status=status,
-                    workflow_type=workflow_type,
-                    updated_at_ms=START_MS,
-                )
+                WorkflowVisibility(workflow_id=workflow_id, **columns)
                 for workflow_id in workflow_ids
             )
 
     def set_status(self, workflow_id: str, status: str) -> None:
-        """Change the status of a workflow put earlier (and of its index entry, if any)."""
         from claims.models import Workflow, WorkflowVisibility
 
         assert Workflow.objects.filter(workflow_id=workflow_id).update(status=status) == 1
         WorkflowVisibility.objects.filter(workflow_id=workflow_id).update(status=status)
 
     def cursor(self) -> tuple[str | None, int, int]:
-        """(last workflow id read, wraps, rows scanned in total) of the "default" cursor."""
         from claims.models import ReclaimCursor
 
         row = (
@@ -206,7 +214,6 @@ class OrmWorkflows:
         return (None, 0, 0) if row is None else (row[0], row[1], row[2])
 
     def pending_redrives(self) -> dict[tuple[str, str], tuple[int, int, str]]:
-        """(engine, workflow) -> (epoch, attempts, last error) of every persisted re-drive."""
         from claims.models import PendingRedrive
 
         rows = PendingRedrive.objects.values_list(
@@ -218,9 +225,8 @@ class OrmWorkflows:
 
 
 @pytest.fixture
-def workflows(store_kind: str, store: Any) -> MemoryWorkflows | OrmWorkflows:
-    """Arrange and inspect workflows (authoritative record and visibility index), the
-    reclaim scan cursor and persisted re-drives, the same way on both stores."""
+def workflows(store_kind: str, store: Any) -> Workflows:
+    """The ``Workflows`` of the store under test."""
     return MemoryWorkflows(store) if store_kind == "memory" else OrmWorkflows(store)
 
 

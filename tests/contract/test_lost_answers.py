@@ -9,8 +9,8 @@ they reach the store. Both stand in front of either store.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Iterator
-from typing import Any
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any, Literal
 
 import pytest
 
@@ -61,17 +61,47 @@ class LostAnswers:
 
         return call
 
+    @contextlib.contextmanager
+    def breaking(
+        self, method: str, how: Literal["lose", "fail", "late"] = "lose"
+    ) -> Iterator[None]:
+        """The store's next ``method`` call goes wrong as ``how`` says (see the class), and
+        the block, which makes that call, must raise ``AnswerLost`` for it."""
+        {"lose": self.lose, "fail": self.fail, "late": self.late}[how].add(method)
+        with pytest.raises(AnswerLost):
+            yield
+
 
 @pytest.fixture
 def broken(store: Any) -> LostAnswers:
     return LostAnswers(store)
 
 
-def engine(registry, broken, **kwargs):
+def engine(
+    registry: Callable[..., Any],
+    broken: LostAnswers,
+    *,
+    holding: Iterable[str] = (),
+    **kwargs: Any,
+) -> tuple[Any, ClaimMetrics, list[str]]:
+    """Engine a on the broken store, with its metrics and the claims it was told it lost;
+    it has acquired the workflows in ``holding``."""
     lost: list[str] = []
     metrics = ClaimMetrics()
     a = registry("a", on=broken, metrics=metrics, on_claim_lost=lost.append, **kwargs)
+    for workflow_id in holding:
+        assert a.acquire(workflow_id).status == "acquired"
     return a, metrics, lost
+
+
+def a_ghost_row_of_a(
+    registry: Callable[..., Any], arrange: Any, workflows: Any
+) -> tuple[Any, list[str]]:
+    """A running workflow whose live row, at epoch 7, names engine a, which does not hold
+    it; returns a and the list its reclaim target's drives go to."""
+    workflows.put("wf")
+    arrange.put_row("wf", epoch=7, holder=Holder("a", 7, T0 + TTL_MS, T0))
+    return registry("a"), []
 
 
 # -- 1. a renewal whose answer was lost ----------------------------------------------------
@@ -80,11 +110,9 @@ def engine(registry, broken, **kwargs):
 def test_a_renewal_whose_answer_was_lost_is_followed_by_a_renewal_not_a_deposition(
     registry, broken, arrange, clock
 ):
-    a, metrics, lost = engine(registry, broken)
-    assert a.acquire("wf").status == "acquired"
+    a, metrics, lost = engine(registry, broken, holding=["wf"])
     clock.advance(RENEW_INTERVAL_MS)
-    broken.lose.add("cas_renew")
-    with pytest.raises(AnswerLost):
+    with broken.breaking("cas_renew"):
         a.renew("wf")
     clock.advance(RENEW_INTERVAL_MS)
 
@@ -101,10 +129,8 @@ def test_a_renewal_whose_answer_was_lost_is_followed_by_a_renewal_not_a_depositi
 def test_a_renewal_that_never_reached_the_database_is_simply_sent_again(
     registry, broken, arrange, clock
 ):
-    a, _, lost = engine(registry, broken)
-    a.acquire("wf")
-    broken.fail.add("cas_renew")
-    with pytest.raises(AnswerLost):
+    a, _, lost = engine(registry, broken, holding=["wf"])
+    with broken.breaking("cas_renew", how="fail"):
         a.renew("wf")
 
     assert a.renew("wf").status == "renewed"
@@ -116,11 +142,9 @@ def test_a_renewal_the_server_finished_after_the_read_is_still_recognised(
 ):
     """The read that settles the doubt sees the old row; the statement lands just after;
     the renewal's compare-and-swap then misses, and a second read finds it mine."""
-    a, metrics, lost = engine(registry, broken)
-    a.acquire("wf")
+    a, metrics, lost = engine(registry, broken, holding=["wf"])
     clock.advance(RENEW_INTERVAL_MS)
-    broken.late.add("cas_renew")
-    with pytest.raises(AnswerLost):
+    with broken.breaking("cas_renew", how="late"):
         a.renew("wf")
     clock.advance(RENEW_INTERVAL_MS)
 
@@ -133,10 +157,8 @@ def test_a_renewal_the_server_finished_after_the_read_is_still_recognised(
 def test_a_renewal_in_doubt_that_someone_else_overtook_is_a_deposition(
     registry, broken, arrange, clock
 ):
-    a, metrics, lost = engine(registry, broken)
-    a.acquire("wf")
-    broken.fail.add("cas_renew")
-    with pytest.raises(AnswerLost):
+    a, metrics, lost = engine(registry, broken, holding=["wf"])
+    with broken.breaking("cas_renew", how="fail"):
         a.renew("wf")
     clock.advance(TTL_MS + GRACE_MS + 1)
     assert registry("b").takeover("wf").status == "acquired"
@@ -152,10 +174,8 @@ def test_a_renewal_in_doubt_that_someone_else_overtook_is_a_deposition(
 def test_a_renew_pass_whose_statement_answer_was_lost_renews_every_claim_next_pass(
     registry, broken, arrange, clock
 ):
-    a, metrics, lost = engine(registry, broken)
     ids = [f"wf-{n:02d}" for n in range(20)]
-    for workflow_id in ids:
-        assert a.acquire(workflow_id).status == "acquired"
+    a, metrics, lost = engine(registry, broken, holding=ids)
     clock.advance(RENEW_INTERVAL_MS)
     broken.lose.add("renew_many")
     first = run_renew_pass(a, metrics)
@@ -174,10 +194,7 @@ def test_a_renew_pass_whose_statement_answer_was_lost_renews_every_claim_next_pa
 def test_a_renew_pass_statement_that_landed_late_does_not_depose_its_chunk(
     registry, broken, arrange, clock
 ):
-    a, metrics, lost = engine(registry, broken)
-    ids = [f"wf-{n:02d}" for n in range(5)]
-    for workflow_id in ids:
-        a.acquire(workflow_id)
+    a, metrics, lost = engine(registry, broken, holding=[f"wf-{n:02d}" for n in range(5)])
     clock.advance(RENEW_INTERVAL_MS)
     broken.lose.add("renew_many")
     run_renew_pass(a, metrics)
@@ -197,8 +214,7 @@ def test_an_acquire_whose_answer_was_lost_is_recognised_by_the_next_acquire(
     registry, broken, arrange, clock
 ):
     a, _, _ = engine(registry, broken)
-    broken.lose.add("cas_insert")
-    with pytest.raises(AnswerLost):
+    with broken.breaking("cas_insert"):
         a.acquire("wf")
     assert a.held_workflow_ids() == []
 
@@ -216,8 +232,7 @@ def test_a_takeover_whose_answer_was_lost_is_recognised_by_the_next_takeover(
     arrange.put_row("wf", epoch=4, holder=Holder("b", 4, EXPIRY, T0))
     clock.set(EXPIRY + GRACE_MS + 1)
     a, _, _ = engine(registry, broken)
-    broken.lose.add("cas_grant")
-    with pytest.raises(AnswerLost):
+    with broken.breaking("cas_grant"):
         a.takeover("wf")
 
     result = a.takeover("wf")
@@ -236,8 +251,7 @@ def test_set_based_grants_whose_answer_was_lost_are_recognised(
     if method == "grant_many":
         for workflow_id in ids:
             arrange.put_row(workflow_id, epoch=2, holder=None)
-    broken.lose.add(method)
-    with pytest.raises(AnswerLost):
+    with broken.breaking(method):
         a.acquire_many(ids)
 
     again = a.acquire_many(ids)
@@ -257,8 +271,7 @@ def test_the_reclaim_pass_drives_a_workflow_whose_grant_answer_was_lost_within_o
     target = reclaim_target(a, on=broken, on_reclaimed=driven.append)
     broken.lose.add("acquire_many")
     broken.lose.discard("acquire_many")
-    broken.lose.add("insert_many")
-    with pytest.raises(AnswerLost):
+    with broken.breaking("insert_many"):
         target.attempt_batch(target.list_candidates())
     clock.advance(RENEW_INTERVAL_MS)
 
@@ -349,10 +362,7 @@ def test_a_live_row_naming_this_engine_that_it_does_not_hold_is_adopted_and_driv
     registry, arrange, workflows, reclaim_target, clock
 ):
     """As after a forced takeover to this engine whose adopt order was lost."""
-    workflows.put("wf")
-    arrange.put_row("wf", epoch=7, holder=Holder("a", 7, T0 + TTL_MS, T0))
-    a = registry("a")
-    driven: list[str] = []
+    a, driven = a_ghost_row_of_a(registry, arrange, workflows)
     target = reclaim_target(a, on_reclaimed=driven.append)
 
     assert target.list_candidates() == ["wf"]
@@ -371,10 +381,7 @@ def test_the_reclaim_pass_itself_adopts_and_drives_a_live_row_naming_this_engine
     settled there as merely not expired, but taken back at its epoch in the same pass."""
     from claims.protocol import run_reclaim_pass
 
-    workflows.put("wf")
-    arrange.put_row("wf", epoch=7, holder=Holder("a", 7, T0 + TTL_MS, T0))
-    a = registry("a")
-    driven: list[str] = []
+    a, driven = a_ghost_row_of_a(registry, arrange, workflows)
 
     result = run_reclaim_pass(reclaim_target(a, on_reclaimed=driven.append))
 
@@ -405,10 +412,8 @@ def test_discovery_asks_for_rows_naming_this_engine_once_per_audit_interval(
 def test_a_release_whose_answer_was_lost_is_not_later_taken_for_a_deposition(
     registry, broken, arrange, clock
 ):
-    a, metrics, lost = engine(registry, broken)
-    a.acquire("wf")
-    broken.lose.add("cas_release")
-    with pytest.raises(AnswerLost):
+    a, metrics, lost = engine(registry, broken, holding=["wf"])
+    with broken.breaking("cas_release"):
         a.release("wf")
 
     assert a.renew("wf").status == "not-held"
@@ -421,10 +426,8 @@ def test_a_release_whose_answer_was_lost_is_not_later_taken_for_a_deposition(
 def test_a_finish_whose_answer_was_lost_leaves_the_claim_released_without_a_deposition(
     registry, broken, arrange, clock
 ):
-    a, _metrics, lost = engine(registry, broken)
-    a.acquire("wf")
-    broken.lose.add("fenced_write")
-    with pytest.raises(AnswerLost):
+    a, _metrics, lost = engine(registry, broken, holding=["wf"])
+    with broken.breaking("fenced_write"):
         a.finish("wf", lambda: "done")
 
     assert a.renew("wf").status == "not-held"

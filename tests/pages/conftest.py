@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 from unittest import mock
 
 import pytest
+from django.test import Client
 
 from claims.fleet_clock import fleet_clock
 from claims.models import (
@@ -18,6 +19,7 @@ from claims.models import (
     WorkflowStatus,
 )
 from tests import factories
+from tests.conftest import _signed_in
 
 TTL_MS = 30_000
 RENEW_MS = 5_000
@@ -86,6 +88,16 @@ def operator(django_user_model: Any) -> Any:
 @pytest.fixture
 def viewer(django_user_model: Any) -> Any:
     return factories.make_user("victor")
+
+
+@pytest.fixture
+def signed_in_as(db: None) -> Callable[..., Client]:
+    """Sign in a new user ``name`` holding just the claims permissions ``codenames``."""
+
+    def sign_in(name: str, *codenames: str) -> Client:
+        return _signed_in(factories.make_user(name, codenames))
+
+    return sign_in
 
 
 @pytest.fixture

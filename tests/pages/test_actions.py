@@ -285,14 +285,9 @@ def test_cancel_of_a_finished_workflow_is_a_409(operator_client):
     assert claim().epoch == 41
 
 
-def test_cancel_needs_its_own_permission(django_user_model):
+def test_cancel_needs_its_own_permission(signed_in_as):
     """claims.force_claim does not grant cancel; claims.cancel_workflow does."""
-    from django.contrib.auth.models import Permission
-
-    user = django_user_model.objects.create_user("bob", password="pw")
-    user.user_permissions.set(Permission.objects.filter(codename="force_claim"))
-    client = Client()
-    client.force_login(user)
+    client = signed_in_as("bob", "force_claim")
 
     response = client.post("/cancel/wf-1", {"reason": "x"})
 

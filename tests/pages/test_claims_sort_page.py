@@ -7,7 +7,7 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from claims.models import WorkflowStatus
+from tests import factories
 from tests.factories import make_workflow
 
 from .conftest import htmx, make_claim, make_engine, make_event, now_ms
@@ -20,10 +20,7 @@ def fleet():
     make_engine("e-1")
     make_claim("wf-held", engine="e-1", epoch=5, expires_in_ms=90_000)
     make_claim("wf-soon", engine="e-1", epoch=2, expires_in_ms=9_000)
-    make_claim("wf-stranded", engine=None)
-    make_claim("wf-done", engine=None)
-    make_workflow("wf-stranded", status=WorkflowStatus.RUNNING)
-    make_workflow("wf-done", status=WorkflowStatus.COMPLETED)
+    factories.make_stranded_and_finished("wf-stranded", "wf-done")
 
 
 def shown(html, *ids):

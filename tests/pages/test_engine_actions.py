@@ -4,10 +4,11 @@ drain and undrain (their own permission, audited, shown on the engine and audit 
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
 from unittest import mock
 
 import pytest
+from django.test import Client
 
 from claims.models import ClaimEvent, Engine, EngineEvent, WorkflowClaim
 from claims.selectors.engine_actions import (
@@ -17,9 +18,8 @@ from claims.selectors.engine_actions import (
     engine_held_claims,
 )
 from tests import factories
-from tests.conftest import _signed_in
 
-from .conftest import make_claim, make_engine, make_workflow
+from .conftest import make_claim, make_workflow
 
 pytestmark = pytest.mark.django_db
 
@@ -30,16 +30,12 @@ UNDRAIN = "/engine-undrain/e-silent"
 
 @pytest.fixture(autouse=True)
 def world():
-    make_engine("e-silent")
-    make_engine("e-2")
-    for n, epoch in ((1, 4), (2, 7), (3, 2)):
-        make_workflow(f"wf-{n}")
-        make_claim(f"wf-{n}", epoch=epoch, engine="e-silent")
+    factories.make_silent_engine_scene()
 
 
 @pytest.fixture
-def drainer_client(django_user_model: Any) -> Any:
-    return _signed_in(factories.make_user("dana", ("force_claim", "drain_engine")))
+def drainer_client(signed_in_as: Callable[..., Client]) -> Client:
+    return signed_in_as("dana", "force_claim", "drain_engine")
 
 
 @pytest.fixture(autouse=True)

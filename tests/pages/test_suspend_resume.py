@@ -3,10 +3,12 @@ seen, the permission), a compare-and-swap on that epoch, 409 with the fresh stat
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
+from django.test import Client
 
 from claims.models import ClaimEvent, Workflow, WorkflowClaim, WorkflowStatus
-from tests import factories
 
 from .conftest import htmx, make_claim, make_workflow
 
@@ -39,6 +41,11 @@ def suspended_at(epoch: int) -> None:
     )
 
 
+def post(client: Client, action: str, *, reason: str, expected_epoch: str) -> Any:
+    """The form of ``action`` (suspend, resume) on wf-1, posted."""
+    return client.post(f"/{action}/wf-1", {"reason": reason, "expected_epoch": expected_epoch})
+
+
 def test_a_running_workflow_offers_suspend_not_resume(operator_client):
     html = operator_client.get("/workflows/wf-1/").content.decode()
 
@@ -68,7 +75,7 @@ def test_the_suspend_confirmation_names_the_effect_and_carries_the_epoch(operato
 
 
 def test_suspend_deposes_the_holder_and_records_the_actor(operator_client):
-    response = operator_client.post("/suspend/wf-1", {"reason": "INC-9", "expected_epoch": "41"})
+    response = post(operator_client, "suspend", reason="INC-9", expected_epoch="41")
 
     assert response.status_code == 303
     assert response["Location"] == "/workflows/wf-1/"
@@ -94,7 +101,7 @@ def test_resume_makes_it_running_and_ownerless(operator_client):
     suspended_at(42)
 
     confirm = operator_client.get("/resume/wf-1").content.decode()
-    response = operator_client.post("/resume/wf-1", {"reason": "fixed", "expected_epoch": "42"})
+    response = post(operator_client, "resume", reason="fixed", expected_epoch="42")
 
     assert "status suspended → running; epoch 42 → 43, no holder" in confirm
     assert response.status_code == 303
@@ -104,13 +111,19 @@ def test_resume_makes_it_running_and_ownerless(operator_client):
     assert (event.actor, event.reason) == ("alice", "fixed")
 
 
-@pytest.mark.parametrize("action", ["suspend", "resume"])
-def test_an_epoch_that_moved_is_a_409_with_the_fresh_state(operator_client, action):
-    if action == "resume":
+@pytest.fixture(params=["suspend", "resume"])
+def action_it_awaits(request: pytest.FixtureRequest) -> str:
+    """Suspend, or resume with wf-1 first suspended: each with wf-1 in the status it applies
+    to, the claim at epoch 41."""
+    if request.param == "resume":
         suspended_at(41)
+    return str(request.param)
+
+
+def test_an_epoch_that_moved_is_a_409_with_the_fresh_state(operator_client, action_it_awaits):
     before = status()
 
-    response = operator_client.post(f"/{action}/wf-1", {"reason": "x", "expected_epoch": "40"})
+    response = post(operator_client, action_it_awaits, reason="x", expected_epoch="40")
 
     assert response.status_code == 409
     assert "The claim changed since you looked" in response.content.decode()
@@ -129,31 +142,28 @@ def test_an_epoch_that_moved_is_a_409_with_the_fresh_state(operator_client, acti
 def test_the_wrong_status_is_a_409_that_says_why(operator_client, action, wrong, message):
     Workflow.objects.filter(workflow_id="wf-1").update(status=wrong)
 
-    response = operator_client.post(f"/{action}/wf-1", {"reason": "x", "expected_epoch": "41"})
+    response = post(operator_client, action, reason="x", expected_epoch="41")
 
     assert response.status_code == 409
     assert f"the workflow is {wrong}: {message}" in response.content.decode()
     assert claim()[0] == 41
 
 
-@pytest.mark.parametrize("action", ["suspend", "resume"])
-def test_missing_reason_is_a_400_and_changes_nothing(operator_client, action):
-    if action == "resume":
-        suspended_at(41)
+def test_missing_reason_is_a_400_and_changes_nothing(operator_client, action_it_awaits):
     before = status()
 
-    response = operator_client.post(f"/{action}/wf-1", {"reason": " ", "expected_epoch": "41"})
+    response = post(operator_client, action_it_awaits, reason=" ", expected_epoch="41")
 
     assert response.status_code == 400
     assert (status(), claim()[0]) == (before, 41)
 
 
-def test_suspend_and_resume_need_their_own_permission(client):
+def test_suspend_and_resume_need_their_own_permission(signed_in_as):
     """claims.cancel_workflow does not grant them; the button is disabled with the reason."""
-    client.force_login(factories.make_user("bob", ("force_claim", "cancel_workflow")))
+    client = signed_in_as("bob", "force_claim", "cancel_workflow")
 
     page = client.get("/workflows/wf-1/").content.decode()
-    response = client.post("/suspend/wf-1", {"reason": "x", "expected_epoch": "41"})
+    response = post(client, "suspend", reason="x", expected_epoch="41")
 
     assert 'disabled title="you need the permission claims.suspend_workflow">Suspend' in page
     assert "Suspend and resume: you need the permission claims.suspend_workflow." in page
@@ -165,7 +175,7 @@ def test_suspend_and_resume_need_their_own_permission(client):
 def test_read_only_mode_refuses_suspend_and_resume(operator_client, settings):
     settings.WEFTBOARD_READ_ONLY = "database migration"
 
-    response = operator_client.post("/suspend/wf-1", {"reason": "x", "expected_epoch": "41"})
+    response = post(operator_client, "suspend", reason="x", expected_epoch="41")
 
     assert response.status_code == 403
     assert "read-only mode: database migration" in response.content.decode()

@@ -4,8 +4,13 @@ on from its last checkpoint (the checkpointed steps replay, not rerun)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
+import pytest
+
 from claims.models import WorkflowVisibility
 from claims.protocol import ReclaimTarget, run_reclaim_pass
+from claims.protocol.testing import FakeClock
 from claims.services.workflows import workflow_resume, workflow_suspend
 from claims.store import OrmClaimStore
 
@@ -21,7 +26,12 @@ def reclaim_pass(engine: Engine) -> list[str]:
     return driven
 
 
-def test_suspend_during_a_step_deposes_the_drive_and_no_reclaim_takes_it_back(engine, start, clock):
+@pytest.fixture
+def suspend_during_step_2(
+    engine: Callable[[str], Engine], start: Callable[..., str], clock: FakeClock
+) -> tuple[Engine, Engine, str]:
+    """Engines a and b, and a workflow started on a that an operator suspends (at epoch 1)
+    while a runs its step-2: a's next drive meets the suspension there."""
     a, b = engine("a"), engine("b")
     wf = start("test-hooked-ledger", engine=a)
     during_step(
@@ -31,6 +41,13 @@ def test_suspend_during_a_step_deposes_the_drive_and_no_reclaim_takes_it_back(en
             wf, actor="operator", reason="hold", expected_epoch=1, clock=clock
         ),
     )
+    return a, b, wf
+
+
+def test_suspend_during_a_step_deposes_the_drive_and_no_reclaim_takes_it_back(
+    suspend_during_step_2,
+):
+    a, b, wf = suspend_during_step_2
 
     assert a.drive(wf) == "deposed"
 
@@ -43,16 +60,10 @@ def test_suspend_during_a_step_deposes_the_drive_and_no_reclaim_takes_it_back(en
     assert (claim.epoch, claim.holder_engine_id) == (2, None)
 
 
-def test_resumed_it_is_reclaimed_and_driven_to_completion_from_its_checkpoint(engine, start, clock):
-    a, b = engine("a"), engine("b")
-    wf = start("test-hooked-ledger", engine=a)
-    during_step(
-        wf,
-        "step-2",
-        lambda ctx: workflow_suspend(
-            wf, actor="operator", reason="hold", expected_epoch=1, clock=clock
-        ),
-    )
+def test_resumed_it_is_reclaimed_and_driven_to_completion_from_its_checkpoint(
+    suspend_during_step_2, clock
+):
+    a, b, wf = suspend_during_step_2
     assert a.drive(wf) == "deposed"
 
     workflow_resume(wf, actor="operator", reason="go on", expected_epoch=2, clock=clock)

@@ -176,6 +176,29 @@ WF = "wf-1"
 RELEASE = {"expected_epoch": 3, "reason": "matrix"}
 TAKEOVER = {"expected_epoch": 3, "target_engine_id": "e-2", "reason": "matrix"}
 BULK_RELEASE = {"reason": "matrix", "claims": [{"workflow_id": WF, "expected_epoch": 3}]}
+REASON = {"reason": "matrix"}
+
+
+def engine_page_action(name: str, done: Expect, data: dict[str, Any]) -> list[Case]:
+    """An action on a whole engine from the pages: its confirmation form, and the post."""
+    route, path = f"{name}/<path:engine_id>", f"/{name}/e-1"
+    return [
+        Case(route, "GET", path, page_action_form()),
+        Case(route, "POST", path, done, data=data),
+    ]
+
+
+def api_workflow_post(action: str, done: Expect, data: dict[str, Any]) -> Case:
+    """A POST of the API to ``action`` on the scene's workflow."""
+    route = f"api/v1/workflows/<workflowid:workflow_id>/{action}"
+    return Case(route, "POST", f"/api/v1/workflows/{WF}/{action}", done, data=data)
+
+
+def api_engine_post(action: str, done: Expect, data: dict[str, Any]) -> Case:
+    """A POST of the API to ``action`` on the scene's engine."""
+    route = f"api/v1/engines/<engine_id>/{action}"
+    return Case(route, "POST", f"/api/v1/engines/e-1/{action}", done, data=data)
+
 
 CASES: list[Case] = [
     # pages, a fragment of each live page, the actions, the CSV export
@@ -210,36 +233,17 @@ CASES: list[Case] = [
     Case("resume/<path:workflow_id>", "POST", f"/resume/{WF}", page_write(409), data=RELEASE),
     Case("engines/", "GET", "/engines/", page()),
     Case("engines/<path:engine_id>/", "GET", "/engines/e-1/", page()),
-    Case("engine-release/<path:engine_id>", "GET", "/engine-release/e-1", page_action_form()),
-    Case(
-        "engine-release/<path:engine_id>",
-        "POST",
-        "/engine-release/e-1",
-        page_write(200),
-        data={"claim": f"{WF}:3", "reason": "matrix"},
-    ),
-    Case("engine-drain/<path:engine_id>", "GET", "/engine-drain/e-1", page_action_form()),
-    Case(
-        "engine-drain/<path:engine_id>",
-        "POST",
-        "/engine-drain/e-1",
-        drain_write(303),
-        data={"reason": "matrix"},
-    ),
-    Case("engine-undrain/<path:engine_id>", "GET", "/engine-undrain/e-1", page_action_form()),
+    *engine_page_action("engine-release", page_write(200), {"claim": f"{WF}:3", **REASON}),
+    *engine_page_action("engine-drain", drain_write(303), REASON),
     # The scene's engine is not draining: a permitted undrain meets that, 409.
-    Case(
-        "engine-undrain/<path:engine_id>",
-        "POST",
-        "/engine-undrain/e-1",
-        drain_write(409),
-        data={"reason": "matrix"},
-    ),
+    *engine_page_action("engine-undrain", drain_write(409), REASON),
     Case("reclaim/", "GET", "/reclaim/", page()),
     Case("redrives/", "GET", "/redrives/", page()),
     Case("backfills/", "GET", "/backfills/", page()),
     Case("audit/", "GET", "/audit/", page()),
     Case("audit/", "GET", "/audit/?format=csv", page(), label="csv"),
+    # The page frame's engine-floor alert, polled on its own.
+    Case("engine-floor/", "GET", "/engine-floor/", page(), htmx=True, label="fragment"),
     # outside the login
     Case("login/", "GET", "/login/", lambda role, ro: 302 if role not in NO_SESSION else 200),
     Case("logout/", "POST", "/logout/", anyone(302)),
@@ -260,42 +264,12 @@ CASES: list[Case] = [
         f"/api/v1/workflows/{WF}/ownership",
         api_read(),
     ),
-    Case(
-        "api/v1/workflows/<workflowid:workflow_id>/claim/release",
-        "POST",
-        f"/api/v1/workflows/{WF}/claim/release",
-        api_write(200),
-        data=RELEASE,
-    ),
-    Case(
-        "api/v1/workflows/<workflowid:workflow_id>/claim/takeover",
-        "POST",
-        f"/api/v1/workflows/{WF}/claim/takeover",
-        api_write(200),
-        data=TAKEOVER,
-    ),
-    Case(
-        "api/v1/workflows/<workflowid:workflow_id>/cancel",
-        "POST",
-        f"/api/v1/workflows/{WF}/cancel",
-        api_write(200),
-        data={"reason": "matrix"},
-    ),
-    Case(
-        "api/v1/workflows/<workflowid:workflow_id>/suspend",
-        "POST",
-        f"/api/v1/workflows/{WF}/suspend",
-        api_write(200),
-        data=RELEASE,
-    ),
+    api_workflow_post("claim/release", api_write(200), RELEASE),
+    api_workflow_post("claim/takeover", api_write(200), TAKEOVER),
+    api_workflow_post("cancel", api_write(200), REASON),
+    api_workflow_post("suspend", api_write(200), RELEASE),
     # The scene's workflow is running: a permitted resume meets that, 409.
-    Case(
-        "api/v1/workflows/<workflowid:workflow_id>/resume",
-        "POST",
-        f"/api/v1/workflows/{WF}/resume",
-        api_write(409),
-        data=RELEASE,
-    ),
+    api_workflow_post("resume", api_write(409), RELEASE),
     Case(
         "api/v1/workflows",
         "POST",
@@ -303,28 +277,10 @@ CASES: list[Case] = [
         api_write(201),
         data={"workflow_id": "wf-new", "workflow_type": "order", "input": {"items": 1}},
     ),
-    Case(
-        "api/v1/engines/<engine_id>/claims/release",
-        "POST",
-        "/api/v1/engines/e-1/claims/release",
-        api_write(200),
-        data=BULK_RELEASE,
-    ),
-    Case(
-        "api/v1/engines/<engine_id>/drain",
-        "POST",
-        "/api/v1/engines/e-1/drain",
-        drain_write(200, api=True),
-        data={"reason": "matrix"},
-    ),
+    api_engine_post("claims/release", api_write(200), BULK_RELEASE),
+    api_engine_post("drain", drain_write(200, api=True), REASON),
     # The scene's engine is not draining: a permitted undrain meets that, 409.
-    Case(
-        "api/v1/engines/<engine_id>/undrain",
-        "POST",
-        "/api/v1/engines/e-1/undrain",
-        drain_write(409, api=True),
-        data={"reason": "matrix"},
-    ),
+    api_engine_post("undrain", drain_write(409, api=True), REASON),
     # One backfill is active (the scene's): a permitted create meets that, 409.
     Case("api/v1/backfills", "POST", "/api/v1/backfills", api_write(409), data={}),
     Case("api/v1/backfills/<job_id>", "GET", "/api/v1/backfills/{job}", api_read()),

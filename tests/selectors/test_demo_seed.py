@@ -12,7 +12,13 @@ import pytest
 from django.core.management import call_command
 from django.db.models import Model
 
-from claims.demo_seed import DEMO_ENGINES, VANISHED_ENGINE, DemoSeedSummary, demo_fleet_seed
+from claims.demo_seed import (
+    DEMO_ENGINES,
+    DEMO_FAILURES,
+    VANISHED_ENGINE,
+    DemoSeedSummary,
+    demo_fleet_seed,
+)
 from claims.models import ClaimEvent, Engine, Workflow, WorkflowClaim, WorkflowVisibility
 
 pytestmark = pytest.mark.django_db
@@ -37,7 +43,7 @@ def _rows() -> dict[str, list[Any]]:
         )
 
     return {
-        "workflows": table(Workflow, "workflow_id", "failure"),  # the seed fails none by a drive
+        "workflows": table(Workflow, "workflow_id", "failure"),  # its traceback names paths
         "visibility": table(WorkflowVisibility, "workflow_id", "id"),
         "claims": table(WorkflowClaim, "workflow_id"),
         "events": table(ClaimEvent, "id", "id"),
@@ -82,6 +88,27 @@ def test_the_seed_leaves_a_database_with_workflows_alone() -> None:
     again = demo_fleet_seed(clock=lambda: NOW_MS + 1, workflows=300, seed=8)
     assert again == DemoSeedSummary(30, 0, 0, 0, 0)
     assert Workflow.objects.count() == 30
+
+
+def test_every_seeded_failed_workflow_says_why_it_failed() -> None:
+    demo_fleet_seed(clock=lambda: NOW_MS, workflows=300, seed=7)
+    failed = list(Workflow.objects.filter(status="failed"))
+    assert failed
+    for workflow in failed:
+        step, message = DEMO_FAILURES[workflow.workflow_type]
+        record = workflow.failure
+        assert record is not None
+        assert (record["type"], record["message"], record["step"]) == (
+            "DemoStepError",
+            message,
+            step,
+        )
+        assert record["traceback"].rstrip().endswith(f"DemoStepError: {message}")
+        assert record["engine_id"] in DEMO_ENGINES
+        assert record["epoch"] == WorkflowClaim.objects.get(workflow_id=workflow.workflow_id).epoch
+        assert [e["attempt"] for e in record["step_errors"]] == [1]
+    others = Workflow.objects.exclude(status="failed")
+    assert not others.filter(failure__isnull=False).exists()
 
 
 def test_the_seeded_engines_are_dead_and_the_vanished_one_has_no_row() -> None:

@@ -8,34 +8,13 @@ from typing import Any
 from unittest import mock
 
 import pytest
-from django.contrib.auth.models import Permission
 from django.core.cache import cache
 
 from claims.fleet_clock import fleet_clock
-from claims.models import Engine, EngineStatus, Workflow, WorkflowStatus
+from claims.models import Workflow, WorkflowStatus
 from tests import factories
 
-WRITE_PERMISSIONS = (
-    "force_claim",
-    "cancel_workflow",
-    "suspend_workflow",
-    "add_workflow",
-    "schedule_backfill",
-)
 EPOCH = 41
-
-
-def make_engine(engine_id: str) -> Engine:
-    now = fleet_clock()()
-    return Engine.objects.create(
-        engine_id=engine_id,
-        hostname="host",
-        pid=1,
-        queue=f"engine.{engine_id}",
-        started_at_ms=now - 60_000,
-        heartbeat_at_ms=now - 1_000,
-        status=EngineStatus.ACTIVE,
-    )
 
 
 @pytest.fixture(autouse=True)
@@ -65,17 +44,13 @@ def world(db: Any) -> None:
         updated_at_ms=now - 5_000,
     )
     factories.make_claim("wf-1", epoch=EPOCH, engine="e-1")
-    make_engine("e-1")
-    make_engine("e-2")
+    factories.make_engine("e-1", heard_ago_ms=1_000)
+    factories.make_engine("e-2", heard_ago_ms=1_000)
 
 
 @pytest.fixture
 def operator(django_user_model: Any) -> Any:
-    user = django_user_model.objects.create_user("operator", password="pw")
-    user.user_permissions.set(
-        Permission.objects.filter(content_type__app_label="claims", codename__in=WRITE_PERMISSIONS)
-    )
-    return user
+    return factories.make_user("operator", factories.WRITE_PERMISSIONS)
 
 
 @pytest.fixture(autouse=True)

@@ -10,7 +10,7 @@ from pydantic import field_validator
 
 from claims.models import ENGINE_ID_MAX_LENGTH, WORKFLOW_ID_MAX_LENGTH
 from claims.protocol.states import ClaimState
-from claims.selectors import ClaimView
+from claims.selectors import ClaimPage, ClaimView
 from claims.selectors.claim_order import CURSOR_MAX_LENGTH
 from claims.selectors.claims import ClaimScope
 from claims.selectors.ownership import ClaimSnapshot, ExpiryJudgement
@@ -65,6 +65,10 @@ class ClaimPageOut(Schema):
     sort: str
     as_of_ms: int
     as_of: datetime | None
+
+    @classmethod
+    def of(cls, page: ClaimPage) -> ClaimPageOut:
+        return cls(**fields_from(page, cls, items=[ClaimOut.of(view) for view in page.items]))
 
 
 class ExpiryOut(Schema):

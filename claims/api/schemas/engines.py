@@ -93,15 +93,8 @@ class BulkReleaseResultOut(Schema):
 
     @classmethod
     def of(cls, outcome: BulkReleaseOutcome) -> BulkReleaseResultOut:
-        return cls(
-            workflow_id=outcome.workflow_id,
-            expected_epoch=outcome.expected_epoch,
-            status=outcome.http_status,
-            outcome=outcome.status,
-            epoch_after=outcome.epoch_after,
-            current_epoch=outcome.current_epoch,
-            detail=outcome.detail,
-        )
+        given = {"status": outcome.http_status, "outcome": outcome.status}
+        return cls(**fields_from(outcome, cls, **given))
 
 
 class BulkReleaseOut(Schema):

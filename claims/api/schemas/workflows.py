@@ -21,7 +21,9 @@ from .common import Reason, checked_identifier, fields_from, required_reason, ut
 from .reclaim import RedriveOut
 
 
-class WorkflowOut(Schema):
+class _WorkflowFields(Schema):
+    """What every answer says of a workflow."""
+
     workflow_id: str
     workflow_type: str
     status: str
@@ -30,6 +32,8 @@ class WorkflowOut(Schema):
     updated_at_ms: int
     updated_at: datetime | None
 
+
+class WorkflowOut(_WorkflowFields):
     @classmethod
     def of(cls, workflow: Workflow) -> WorkflowOut:
         return cls(**fields_from(workflow, cls))
@@ -160,14 +164,7 @@ class WorkflowFilterIn(Schema):
     _ids = field_validator("type", "cursor")(checked_identifier)
 
 
-class WorkflowRowOut(Schema):
-    workflow_id: str
-    workflow_type: str
-    status: str
-    created_at_ms: int
-    created_at: datetime | None
-    updated_at_ms: int
-    updated_at: datetime | None
+class WorkflowRowOut(_WorkflowFields):
     failure_type: str | None
     failure_message: str | None
     failure_step: str | None
@@ -186,10 +183,4 @@ class WorkflowPageOut(Schema):
 
     @classmethod
     def of(cls, page: WorkflowPage) -> WorkflowPageOut:
-        return cls(
-            items=[WorkflowRowOut.of(row) for row in page.items],
-            next_cursor=page.next_cursor,
-            status_counts=page.status_counts,
-            as_of_ms=page.as_of_ms,
-            as_of=utc(page.as_of_ms),
-        )
+        return cls(**fields_from(page, cls, items=[WorkflowRowOut.of(row) for row in page.items]))

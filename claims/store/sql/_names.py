@@ -26,6 +26,16 @@ def columns(model: type[models.Model], names: tuple[str, ...]) -> list[str]:
     return [column(model, name) for name in names]
 
 
+def insert_unless_present(model: type[models.Model], names: tuple[str, ...]) -> str:
+    """INSERT of one row unless its key is taken (PostgreSQL and SQLite agree on this
+    text): the row count says whether this one was written. Parameters: ``names``."""
+    values = ", ".join(["%s"] * len(names))
+    return (
+        f"INSERT INTO {table(model)} ({', '.join(columns(model, names))}) VALUES ({values}) "
+        "ON CONFLICT DO NOTHING"
+    )
+
+
 def dialect(vendor: str, *, postgresql: str, sqlite: str) -> str:
     """One statement of a named pair: the PostgreSQL text on PostgreSQL, else SQLite's."""
     return postgresql if vendor == POSTGRESQL else sqlite

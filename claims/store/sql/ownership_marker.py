@@ -9,7 +9,7 @@ from django.db import connection
 
 from claims.models import OwnershipModeMarker
 
-from ._names import columns, table
+from ._names import insert_unless_present
 
 ESTABLISH_FIELDS = ("id", "mode", "established_at_ms")
 
@@ -23,14 +23,8 @@ class OwnershipMarkerStatements:
 
 @functools.cache
 def _statements(vendor: str) -> OwnershipMarkerStatements:
-    # PostgreSQL and SQLite agree on this.
-    names = ", ".join(columns(OwnershipModeMarker, ESTABLISH_FIELDS))
-    values = ", ".join(["%s"] * len(ESTABLISH_FIELDS))
     return OwnershipMarkerStatements(
-        establish=(
-            f"INSERT INTO {table(OwnershipModeMarker)} ({names}) VALUES ({values}) "
-            "ON CONFLICT DO NOTHING"
-        ),
+        establish=insert_unless_present(OwnershipModeMarker, ESTABLISH_FIELDS)
     )
 
 

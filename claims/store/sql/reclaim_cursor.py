@@ -9,7 +9,7 @@ from django.db import connection
 
 from claims.models import ReclaimCursor
 
-from ._names import columns, table
+from ._names import insert_unless_present
 
 CREATE_FIELDS = ("name", "wraps", "scanned_total", "updated_at_ms", "updated_by")
 
@@ -23,14 +23,7 @@ class ReclaimCursorStatements:
 
 @functools.cache
 def _statements(vendor: str) -> ReclaimCursorStatements:
-    # PostgreSQL and SQLite agree on this.
-    names = ", ".join(columns(ReclaimCursor, CREATE_FIELDS))
-    values = ", ".join(["%s"] * len(CREATE_FIELDS))
-    return ReclaimCursorStatements(
-        create=(
-            f"INSERT INTO {table(ReclaimCursor)} ({names}) VALUES ({values}) ON CONFLICT DO NOTHING"
-        ),
-    )
+    return ReclaimCursorStatements(create=insert_unless_present(ReclaimCursor, CREATE_FIELDS))
 
 
 def reclaim_cursor_statements(vendor: str | None = None) -> ReclaimCursorStatements:
