@@ -353,6 +353,7 @@ def _endpoints(fleet: Fleet) -> list[Endpoint]:
             f,
         ),
         *_claims_sort_endpoints(),
+        *_workflow_list_endpoints(),
         Endpoint("overview", "overview fragment", "/", "overview-live", f, snapshot="fresh"),
         Endpoint(
             "overview_no_snapshot",
@@ -365,13 +366,45 @@ def _endpoints(fleet: Fleet) -> list[Endpoint]:
         ),
         Endpoint("workflow_summary", "workflow summary", workflow, "workflow-summary", f),
         Endpoint("workflow_history", "workflow history", workflow, "workflow-history", f),
-        Endpoint("engines", "engines fragment", "/engines/", "engines-live", f),
+        # The engines' holdings come from the snapshot, as the overview's; without one they
+        # are counted on every request.
+        Endpoint("engines", "engines fragment", "/engines/", "engines-live", f, snapshot="fresh"),
+        Endpoint(
+            "engines_no_snapshot",
+            "  with no fresh snapshot",
+            "/engines/",
+            "engines-live",
+            f,
+            snapshot="none",
+            binding=False,
+        ),
         Endpoint("engine", "engine fragment", engine, "engine-live", f),
         Endpoint("reclaim", "reclaim fragment", "/reclaim/", "reclaim-live", f),
         Endpoint("redrives", "re-drives fragment", "/redrives/", "redrives-live", f),
         Endpoint("backfills", "backfills fragment", "/backfills/", "backfills-live", f),
         Endpoint("audit", "audit fragment", "/audit/", "audit-live", f),
         Endpoint("metrics", "/metrics", "/metrics", None, m),
+    ]
+
+
+def _workflow_list_endpoints() -> list[Endpoint]:
+    """The workflows page over 100,000 workflows: whole, its table, a status, a type, a
+    time range, each sort, and a page deep inside one."""
+    f = FRAGMENT_TARGET_MS
+    since = "2000-01-01T00:00"
+
+    def table(key: str, label: str, query: str) -> Endpoint:
+        return Endpoint(key, label, f"/workflows/{query}", "workflows-live", f)
+
+    return [
+        Endpoint("workflows_page", "workflows page (full)", "/workflows/", None, f),
+        table("workflows_table", "workflows table", ""),
+        table("workflows_failed", "  status=failed", "?status=failed"),
+        table("workflows_type", "  type=ledger, status=running", "?type=ledger&status=running"),
+        table("workflows_since", "  created since (a range)", f"?time=created&since={since}"),
+        table("workflows_created", "  sort=created", "?sort=created"),
+        table("workflows_id", "  sort=id", "?sort=id"),
+        table("workflows_deep", "  sort=id, deep page", "?sort=id&cursor=wf-050000"),
     ]
 
 

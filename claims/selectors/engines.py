@@ -24,6 +24,7 @@ from claims.protocol.timing import ClaimTiming
 from .derived import LATE_INTERVALS, PASS_NAMES, claims_by_state, pass_part
 from .engine_health import SILENT, is_silent, silent_holdings
 from .fleet_totals import LIVE_ENGINE_STATUSES
+from .overview import snapshot_holdings
 
 ENGINE_LIMIT = 200
 RECENT_EVENTS = 25
@@ -131,15 +132,7 @@ def _rows(engines: Sequence[Engine], now_ms: int, timing: ClaimTiming) -> list[E
         "engine_id", "name", "value"
     ):
         counters[engine_id][name] = value
-    # COUNT(*) reads no column, so PostgreSQL may count from the holder index alone
-    # (an index-only scan) wherever the visibility map lets it skip the table.
-    holding = dict(
-        WorkflowClaim.objects.filter(holder_engine_id__in=ids)
-        .values("holder_engine_id")
-        .annotate(n=Count("*"))
-        .order_by()
-        .values_list("holder_engine_id", "n")
-    )
+    holding = _holdings(ids, now_ms, timing)
     late_before = now_ms - LATE_INTERVALS * timing.renew_interval_ms
     silent = silent_holdings(
         [e.engine_id for e in engines if is_silent(e.status, e.heartbeat_at_ms, now_ms, timing)],
@@ -164,9 +157,28 @@ def _rows(engines: Sequence[Engine], now_ms: int, timing: ClaimTiming) -> list[E
     ]
 
 
+def _holdings(ids: list[str], now_ms: int, timing: ClaimTiming) -> dict[str, int]:
+    """Claim rows naming each engine as holder: as beat's fresh snapshot counted them (at
+    most two renew intervals old, as the overview's), or counted now without one."""
+    counted = snapshot_holdings(now_ms=now_ms, timing=timing)
+    if counted is not None:
+        return {engine_id: counted.get(engine_id, 0) for engine_id in ids}
+    # COUNT(*) reads no column, so PostgreSQL may count from the holder index alone
+    # (an index-only scan) wherever the visibility map lets it skip the table.
+    rows = (
+        WorkflowClaim.objects.filter(holder_engine_id__in=ids)
+        .values("holder_engine_id")
+        .annotate(n=Count("*"))
+        .order_by()
+        .values_list("holder_engine_id", "n")
+    )
+    return {str(engine_id): int(n) for engine_id, n in rows}
+
+
 def engine_list(*, now_ms: int, timing: ClaimTiming, status: str | None = None) -> EngineList:
     """Live engines first, then the dead, then the stopped, newest first within each, so
-    rows keep their place across refreshes; three queries, four when some are silent."""
+    rows keep their place across refreshes; three queries with a fresh fleet snapshot, four
+    without, and one more when some are silent."""
     order = Case(
         *(When(status=s, then=Value(i)) for i, s in enumerate(STATUS_ORDER)),
         default=Value(len(STATUS_ORDER)),

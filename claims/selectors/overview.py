@@ -22,6 +22,7 @@ from django.db.models import (
     Sum,
     Window,
 )
+from django.db.models.fields.json import KeyTransform
 
 from claims.models import (
     ClaimCounter,
@@ -171,6 +172,25 @@ def latest_fleet_scan(*, now_ms: int, timing: ClaimTiming) -> FleetScan:
             except (KeyError, TypeError):
                 pass  # written by another version: scan instead
     return fleet_scan(now_ms=now_ms, timing=timing)
+
+
+def snapshot_holdings(*, now_ms: int, timing: ClaimTiming) -> dict[str, int] | None:
+    """Claim rows per holder engine as beat's snapshot counted them, when it is fresh; else
+    None. One query that reads only that part of the snapshot."""
+    row = (
+        FleetSnapshot.objects.filter(id=1)
+        .values_list("taken_at_ms", KeyTransform("by_holder", "data"))
+        .first()
+    )
+    if (
+        row is None
+        or not 0 <= now_ms - row[0] <= SNAPSHOT_FRESH_INTERVALS * timing.renew_interval_ms
+    ):
+        return None
+    holdings = row[1]
+    if not isinstance(holdings, dict):
+        return None  # written by another version
+    return {str(engine_id): int(n) for engine_id, n in holdings.items()}
 
 
 def _redrive_totals(now_ms: int, timing: ClaimTiming) -> dict[str, Any]:
