@@ -354,36 +354,35 @@ def _endpoints(fleet: Fleet) -> list[Endpoint]:
         ),
         *_claims_sort_endpoints(),
         *_workflow_list_endpoints(),
-        Endpoint("overview", "overview fragment", "/", "overview-live", f, snapshot="fresh"),
-        Endpoint(
-            "overview_no_snapshot",
-            "  with no fresh snapshot",
-            "/",
-            "overview-live",
-            f,
-            snapshot="none",
-            binding=False,
-        ),
+        *_with_and_without_snapshot("overview", "overview fragment", "/"),
         Endpoint("workflow_summary", "workflow summary", workflow, "workflow-summary", f),
         Endpoint("workflow_history", "workflow history", workflow, "workflow-history", f),
-        # The engines' holdings come from the snapshot, as the overview's; without one they
-        # are counted on every request.
-        Endpoint("engines", "engines fragment", "/engines/", "engines-live", f, snapshot="fresh"),
-        Endpoint(
-            "engines_no_snapshot",
-            "  with no fresh snapshot",
-            "/engines/",
-            "engines-live",
-            f,
-            snapshot="none",
-            binding=False,
-        ),
+        *_with_and_without_snapshot("engines", "engines fragment", "/engines/"),
         Endpoint("engine", "engine fragment", engine, "engine-live", f),
         Endpoint("reclaim", "reclaim fragment", "/reclaim/", "reclaim-live", f),
         Endpoint("redrives", "re-drives fragment", "/redrives/", "redrives-live", f),
         Endpoint("backfills", "backfills fragment", "/backfills/", "backfills-live", f),
         Endpoint("audit", "audit fragment", "/audit/", "audit-live", f),
         Endpoint("metrics", "/metrics", "/metrics", None, m),
+    ]
+
+
+def _with_and_without_snapshot(key: str, label: str, path: str) -> list[Endpoint]:
+    """A fragment that reads beat's fleet snapshot (the overview's counts, the engines'
+    holdings): with a fresh one, as in production, and for reference with none, when it
+    counts on every request (beat down)."""
+    target = f"{key}-live"
+    return [
+        Endpoint(key, label, path, target, FRAGMENT_TARGET_MS, snapshot="fresh"),
+        Endpoint(
+            f"{key}_no_snapshot",
+            "  with no fresh snapshot",
+            path,
+            target,
+            FRAGMENT_TARGET_MS,
+            snapshot="none",
+            binding=False,
+        ),
     ]
 
 

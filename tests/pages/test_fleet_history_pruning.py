@@ -138,9 +138,10 @@ def test_the_beat_snapshot_adds_a_small_row_and_prunes():
 
     (row,) = FleetSnapshotHistory.objects.all()
     assert row.taken_at_ms == NOW
-    assert set(row.data) == {"counters", "by_state", "held", "passes", "slowest"}
+    assert set(row.data) == {"counters", "by_state", "held", "passes", "slowest", "engine_counters"}
     assert row.data["counters"]["acquired"] == 10
     assert row.data["by_state"]["live"] == 1
     assert row.data["held"] == {"e-1": 1}
     assert row.data["passes"] == {"e-1": {"renew": 12.5}}
     assert row.data["slowest"] == {"renew": 12.5}
+    assert row.data["engine_counters"] == {"e-1": {"acquired": 4}}

@@ -15,7 +15,8 @@ MINUTE_MS = 60_000
 
 @pytest.fixture
 def history():
-    """Ten minutes of snapshots: 6 acquisitions a minute, e-1 holding 4 claims."""
+    """Ten minutes of snapshots: 6 acquisitions a minute (2 of them e-1's), e-1 holding 4
+    claims."""
     now = now_ms()
     for n in range(10, -1, -1):
         FleetSnapshotHistory.objects.create(
@@ -26,6 +27,7 @@ def history():
                 "held": {"e-1": 4},
                 "passes": {"e-1": {"renew": 12.0, "reclaim": 30.0}},
                 "slowest": {"renew": 12.0, "reclaim": 30.0},
+                "engine_counters": {"e-1": {"acquired": 2 * (10 - n)}},
             },
         )
 
@@ -74,12 +76,13 @@ def test_an_unknown_window_is_a_400_naming_the_choices(operator_client):
     assert "history must be one of 1h, 6h, 24h" in response.content.decode()
 
 
-def test_the_engine_page_draws_its_own_held_claims_and_passes(operator_client, history):
+def test_the_engine_page_draws_its_own_outcomes_held_claims_and_passes(operator_client, history):
     make_engine("e-1")
 
     html = operator_client.get("/engines/e-1/").content.decode()
 
-    assert html.count('<svg class="chart__svg"') == 2
+    assert html.count('<svg class="chart__svg"') == 3
+    assert "acquired: now 2/min, peak 2/min" in html
     assert "e-1: now 4, peak 4" in html
     assert "renew: now 12 ms, peak 12 ms; reclaim: now 30 ms" in html
     assert operator_client.get("/engines/e-1/?history=2h").status_code == 400
