@@ -5,6 +5,7 @@ runs twice (or at the same time as another) adds nothing twice."""
 from __future__ import annotations
 
 import threading
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest
@@ -83,22 +84,18 @@ def test_two_prunes_at_once_add_each_engine_once() -> None:
         engine(f"e-old-{n}", EngineStatus.DEAD, 8, FAST)
     now = fleet_clock()()
     start = threading.Barrier(2)
-    pruned: list[int] = []
 
-    def prune() -> None:
+    def prune(_: int) -> int:
         start.wait()
         try:
-            pruned.append(engines_prune_history(now_ms=now, keep_ms=KEEP_MS))
+            return engines_prune_history(now_ms=now, keep_ms=KEEP_MS)
         finally:
             connection.close()
 
-    threads = [threading.Thread(target=prune) for _ in range(2)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
+    with ThreadPoolExecutor(2) as pool:
+        pruned = sorted(pool.map(prune, range(2)))
 
-    assert sorted(pruned) == [0, 20]
+    assert pruned == [0, 20]
     retired = RetiredPassHistograms.objects.get()
     assert retired.engines == 20
     assert retired.summary["histograms"]["renew"]["counts"][0] == 20
