@@ -56,6 +56,7 @@ def read_only_reason() -> str | None:
     return f"weftboard is in read-only mode: {reason}"
 
 
+MINUTE_MS = 60_000
 DAY_MS = 86_400_000
 
 

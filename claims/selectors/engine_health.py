@@ -18,15 +18,9 @@ from claims.protocol.timing import ClaimTiming
 
 from .alert_rules import Alert, engines_below_minimum
 from .fleet_totals import LIVE_ENGINE_STATUSES
+from .fleet_totals import silent_before_ms as silent_before_ms  # where /metrics judges it
 
 SILENT = "silent"
-# Renew intervals of silence, beyond the TTL, before an engine shows as silent.
-SILENT_INTERVALS = 2
-
-
-def silent_before_ms(now_ms: int, timing: ClaimTiming) -> int:
-    """A live engine whose heartbeat is older than this is silent."""
-    return now_ms - (timing.ttl_ms + SILENT_INTERVALS * timing.renew_interval_ms)
 
 
 def is_silent(status: str, heartbeat_at_ms: int, now_ms: int, timing: ClaimTiming) -> bool:

@@ -22,7 +22,7 @@ from claims.protocol.states import ClaimState
 from claims.protocol.timing import ClaimTiming
 
 from .derived import LATE_INTERVALS, PASS_NAMES, claims_by_state, pass_part
-from .engine_health import SILENT, is_silent, silent_holdings
+from .engine_health import SILENT, silent_holdings_of
 from .fleet_totals import LIVE_ENGINE_STATUSES
 from .overview import snapshot_holdings
 
@@ -134,10 +134,7 @@ def _rows(engines: Sequence[Engine], now_ms: int, timing: ClaimTiming) -> list[E
         counters[engine_id][name] = value
     holding = _holdings(ids, now_ms, timing)
     late_before = now_ms - LATE_INTERVALS * timing.renew_interval_ms
-    silent = silent_holdings(
-        [e.engine_id for e in engines if is_silent(e.status, e.heartbeat_at_ms, now_ms, timing)],
-        timing,
-    )
+    silent = silent_holdings_of(list(engines), now_ms, timing)
     return [
         EngineRow(
             engine=engine,

@@ -13,17 +13,17 @@ from dataclasses import dataclass
 from itertools import pairwise
 from typing import Any
 
-from django.db.models import F, Max, Sum
+from django.db.models import F, Max
 from django.db.models.fields.json import KeyTransform
 
+from claims.conf import MINUTE_MS
 from claims.models import ClaimCounter, CounterName, Engine, FleetSnapshotHistory
 from claims.protocol.constants import OUTCOMES
 from claims.protocol.states import ClaimState
 
 from .derived import PASS_NAMES, pass_part
-from .fleet_totals import LIVE_ENGINE_STATUSES
+from .fleet_totals import LIVE_ENGINE_STATUSES, counter_totals
 
-MINUTE_MS = 60_000
 # The windows an operator can pick (?history=), the first the default.
 HISTORY_WINDOWS_MS = {"1h": 3_600_000, "6h": 6 * 3_600_000, "24h": 24 * 3_600_000}
 DEFAULT_WINDOW = "1h"
@@ -109,9 +109,7 @@ def history_row(
     claims by derived state, per live engine its held claims, pass durations and charted
     counters, and each pass's slowest duration (what the overview draws, so it need not
     read every engine's)."""
-    counters = dict.fromkeys(CounterName.values, 0)
-    for row in ClaimCounter.objects.values("name").annotate(total=Sum("value")).order_by():
-        counters[row["name"]] = int(row["total"] or 0)
+    counters = counter_totals()
     live = Engine.objects.filter(status__in=LIVE_ENGINE_STATUSES).values_list(
         "engine_id", "pass_summary"
     )

@@ -61,6 +61,16 @@ class FleetMetrics:
 LIVE_ENGINE_STATUSES = ("active", "disposing")
 
 
+def counter_totals() -> dict[str, int]:
+    """Each engine counter summed over every engine ever seen, zeros included; one query."""
+    from claims.models import ClaimCounter, CounterName
+
+    counters = dict.fromkeys(CounterName.values, 0)
+    for row in ClaimCounter.objects.values("name").annotate(total=Sum("value")).order_by():
+        counters[row["name"]] = int(row["total"] or 0)
+    return counters
+
+
 def silent_before_ms(now_ms: int, timing: ClaimTiming) -> int:
     """An engine whose last heartbeat is before this is silent: TTL + 2 renew intervals."""
     return now_ms - timing.ttl_ms - LATE_INTERVALS * timing.renew_interval_ms
@@ -72,16 +82,13 @@ def fleet_metrics(*, now_ms: int | None = None, timing: ClaimTiming | None = Non
     ``now_ms`` and ``timing`` (the fleet clock's, when omitted) decide which live engines
     are silent and so get no per-engine series.
     """
-    from claims.models import ClaimCounter, PendingRedrive, ReclaimCursor, RetiredPassHistograms
+    from claims.models import PendingRedrive, ReclaimCursor, RetiredPassHistograms
 
     if now_ms is None or timing is None:
         from claims.fleet_clock import fleet_now
 
         now_ms, timing = fleet_now()
-    counters = {
-        row["name"]: int(row["total"] or 0)
-        for row in ClaimCounter.objects.values("name").annotate(total=Sum("value")).order_by()
-    }
+    counters = counter_totals()
     engines = _engine_totals(silent_before_ms(now_ms, timing))
     cursor = ReclaimCursor.objects.aggregate(wraps=Sum("wraps"), scanned=Sum("scanned_total"))
     return FleetMetrics(

@@ -19,14 +19,11 @@ from django.db.models import (
     Min,
     OuterRef,
     Q,
-    Sum,
     Window,
 )
 from django.db.models.fields.json import KeyTransform
 
 from claims.models import (
-    ClaimCounter,
-    CounterName,
     Engine,
     EngineStatus,
     FleetSnapshot,
@@ -50,7 +47,7 @@ from .alert_rules import (
 )
 from .derived import PASS_NAMES, claims_by_state_and_holder, pass_part
 from .engine_health import silent_before_ms
-from .fleet_totals import LIVE_ENGINE_STATUSES, workflow_status_counts
+from .fleet_totals import LIVE_ENGINE_STATUSES, counter_totals, workflow_status_counts
 
 RECENTLY_DEAD_MS = 3_600_000
 
@@ -241,14 +238,6 @@ def _claim_examples(holders: list[str]) -> list[str]:
     )
 
 
-def _counter_totals() -> dict[str, int]:
-    """Each outcome counter summed over every engine ever seen, zeros included."""
-    counters = dict.fromkeys(CounterName.values, 0)
-    for row in ClaimCounter.objects.values("name").annotate(total=Sum("value")).order_by():
-        counters[row["name"]] = int(row["total"] or 0)
-    return counters
-
-
 def overview(*, now_ms: int, timing: ClaimTiming) -> Overview:
     """Everything the overview page shows, read at ``now_ms`` on the fleet clock."""
     scan = latest_fleet_scan(now_ms=now_ms, timing=timing)
@@ -257,7 +246,7 @@ def overview(*, now_ms: int, timing: ClaimTiming) -> Overview:
     live = _live_engines()
     silent = silent_holders(scan.by_holder, live, late_before_ms(now_ms, timing))
     stale_examples = _claim_examples(silent)
-    counters = _counter_totals()
+    counters = counter_totals()
     alerts = fleet_alerts(
         AlertInputs(
             now_ms=now_ms,

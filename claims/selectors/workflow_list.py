@@ -12,8 +12,11 @@ from typing import Literal
 
 from django.db.models import Count, Q, QuerySet
 
-from claims.models import Workflow, WorkflowStatus
+from claims.models import WORKFLOW_ID_MAX_LENGTH, Workflow, WorkflowStatus
 from claims.protocol.errors import InvalidInputError
+
+# A cursor is "<ms>:<workflow id>" or a workflow id: never longer than this.
+CURSOR_MAX_LENGTH = WORKFLOW_ID_MAX_LENGTH + 20
 
 MAX_PAGE = 200
 WorkflowSort = Literal["updated", "created", "id"]

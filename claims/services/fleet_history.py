@@ -13,9 +13,9 @@ from typing import Any
 from django.db import transaction
 from django.db.models import F, Min
 
+from claims.conf import MINUTE_MS
 from claims.models import FleetSnapshotHistory
 
-MINUTE_MS = 60_000
 FULL_RESOLUTION_MS = 3_600_000
 RETAINED_MS = 24 * 3_600_000
 

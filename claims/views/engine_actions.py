@@ -16,7 +16,6 @@ from django.urls import reverse
 from django.views.decorators.http import require_http_methods
 
 from claims.models import Engine
-from claims.protocol.errors import InvalidInputError
 from claims.selectors.engine_actions import engine_get, engine_held_claims
 from claims.services.claims import BULK_RELEASE_MAX, claims_force_release_for_engine
 from claims.services.drain import engine_drain, engine_undrain
@@ -93,12 +92,10 @@ def engine_release(request: HtmxHttpRequest, engine_id: str) -> HttpResponseBase
     except BadInput as error:
         context["held"] = engine_held_claims(engine.engine_id, limit=BULK_RELEASE_MAX)
         return _form_error(request, context, str(error))
-    try:
-        outcomes = claims_force_release_for_engine(
-            engine.engine_id, seen, actor=request.user.get_username(), reason=reason
-        )
-    except InvalidInputError as error:
-        raise BadInput(str(error)) from error
+    # A bad pair is an InvalidInputError: operator_page answers it 400, as BadInput.
+    outcomes = claims_force_release_for_engine(
+        engine.engine_id, seen, actor=request.user.get_username(), reason=reason
+    )
     context["outcomes"] = outcomes
     context["released"] = sum(o.status == "released" for o in outcomes)
     return render(request, TEMPLATE, context)

@@ -9,9 +9,10 @@ from django.http import HttpResponse
 from django.views.decorators.http import require_GET
 
 from claims.fleet_clock import fleet_now
-from claims.models import WORKFLOW_ID_MAX_LENGTH, WorkflowStatus
+from claims.models import WorkflowStatus
 from claims.runtime.types import WORKFLOW_TYPE_MAX_LENGTH, registered_types
 from claims.selectors.workflow_list import (
+    CURSOR_MAX_LENGTH,
     TIME_FIELDS,
     WORKFLOW_SORTS,
     TimeField,
@@ -25,8 +26,6 @@ from .inputs import optional_choice, optional_text, utc_range_ms
 from .pages import operator_page, render_page
 
 PAGE_SIZE = 50
-# A time cursor is "<ms>:<workflow id>".
-CURSOR_MAX_LENGTH = WORKFLOW_ID_MAX_LENGTH + 20
 
 
 def workflow_filters(request: HtmxHttpRequest) -> WorkflowFilters:

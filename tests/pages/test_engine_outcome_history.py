@@ -7,10 +7,10 @@ from typing import Any
 
 import pytest
 
+from claims.conf import MINUTE_MS
 from claims.models import ClaimCounter, EngineStatus, FleetSnapshotHistory
 from claims.selectors.fleet_history import (
     CHARTED_COUNTERS,
-    MINUTE_MS,
     engine_history,
     history_row,
 )

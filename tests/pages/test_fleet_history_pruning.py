@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import pytest
 
+from claims.conf import MINUTE_MS
 from claims.models import ClaimCounter, Engine, FleetSnapshotHistory, WorkflowClaim
 from claims.protocol import ClaimTiming
 from claims.services.engines import fleet_snapshot_take
 from claims.services.fleet_history import (
     FULL_RESOLUTION_MS,
-    MINUTE_MS,
     RETAINED_MS,
     fleet_history_prune,
     fleet_history_record,

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from claims.conf import MINUTE_MS
 from claims.models import FleetSnapshotHistory
 from claims.selectors.fleet_history import (
-    MINUTE_MS,
     OTHER_ENGINES,
     TOP_ENGINES,
     engine_history,

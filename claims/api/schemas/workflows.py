@@ -8,13 +8,19 @@ from typing import Any
 from ninja import Field, Schema
 from pydantic import field_validator
 
-from claims.models import WORKFLOW_ID_MAX_LENGTH, ClaimEvent, Workflow, WorkflowStatus
+from claims.models import ClaimEvent, Workflow, WorkflowStatus
 from claims.protocol.constants import MAX_SAFE_INTEGER
 from claims.protocol.ids import check_workflow_id
 from claims.protocol.text import check_json_text
 from claims.runtime.types import WORKFLOW_TYPE_MAX_LENGTH
 from claims.selectors.ownership import Ownership
-from claims.selectors.workflow_list import TimeField, WorkflowPage, WorkflowRow, WorkflowSort
+from claims.selectors.workflow_list import (
+    CURSOR_MAX_LENGTH,
+    TimeField,
+    WorkflowPage,
+    WorkflowRow,
+    WorkflowSort,
+)
 
 from .claims import ClaimStateOut
 from .common import Reason, checked_identifier, fields_from, required_reason, utc
@@ -158,7 +164,7 @@ class WorkflowFilterIn(Schema):
     since_ms: int | None = Field(None, ge=0, le=MAX_SAFE_INTEGER)
     until_ms: int | None = Field(None, ge=0, le=MAX_SAFE_INTEGER)
     sort: WorkflowSort = "updated"
-    cursor: str | None = Field(None, max_length=WORKFLOW_ID_MAX_LENGTH + 20)
+    cursor: str | None = Field(None, max_length=CURSOR_MAX_LENGTH)
     limit: int = Field(50, ge=1, le=200)
 
     _ids = field_validator("type", "cursor")(checked_identifier)
