@@ -29,6 +29,7 @@ from .engines import (
 )
 from .fleet_history import FleetSnapshotHistory
 from .ids import ENGINE_ID_MAX_LENGTH, WORKFLOW_ID_MAX_LENGTH
+from .sessions import EngineSession
 from .tokens import ApiToken, ApiTokenScope
 from .workflows import (
     TERMINAL_STATUSES,
@@ -56,6 +57,7 @@ __all__ = [
     "Engine",
     "EngineEvent",
     "EngineEventKind",
+    "EngineSession",
     "EngineStatus",
     "FleetSnapshot",
     "FleetSnapshotHistory",

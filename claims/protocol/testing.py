@@ -9,7 +9,9 @@ from typing import TypeVar
 
 from .errors import EngineDeposedError
 from .fake_clock import FakeClock
+from .memory_sessions import MemorySessionRows
 from .records import ClaimEventRecord, ClaimRow, GrantPlan, Holder, ScanPage, WorkflowInfo
+from .sessions import SessionRow
 
 __all__ = ["FakeClock", "MemoryClaimStore"]
 
@@ -22,7 +24,7 @@ class _Row:
     holder: Holder | None
 
 
-class MemoryClaimStore:
+class MemoryClaimStore(MemorySessionRows):
     """The same contract as the ORM store, with one lock standing in for transactions."""
 
     def __init__(self) -> None:
@@ -31,6 +33,7 @@ class MemoryClaimStore:
         self._rows: dict[str, _Row] = {}
         self._events: list[ClaimEventRecord] = []
         self._mode: tuple[str, int | None] | None = None
+        self._sessions: dict[str, SessionRow] = {}
         self._workflows: dict[str, WorkflowInfo] = {}
         self._indexed: dict[str, str] = {}  # workflow id -> status in the visibility index
         self._cursors: dict[str, tuple[str | None, int, int]] = {}  # last id, wraps, scanned

@@ -12,6 +12,7 @@ from typing import Any, Protocol
 import pytest
 
 from claims.protocol import ClaimRow, Holder
+from claims.protocol.sessions import SessionRow
 from claims.protocol.testing import MemoryClaimStore
 
 # The contract suite's shared clock start and timing (30 s TTL, 5 s renew interval).
@@ -46,6 +47,8 @@ class Arrangement(Protocol):
 
     def put_marker(self, mode: str, established_at_ms: int | None) -> None: ...
 
+    def put_session(self, row: SessionRow) -> None: ...
+
 
 class MemoryArrangement:
     def __init__(self, store: MemoryClaimStore) -> None:
@@ -72,6 +75,9 @@ class MemoryArrangement:
 
     def put_marker(self, mode: str, established_at_ms: int | None) -> None:
         self.store._mode = (mode, established_at_ms)
+
+    def put_session(self, row: SessionRow) -> None:
+        self.store.put_session(row)
 
 
 class OrmArrangement:
@@ -118,6 +124,22 @@ class OrmArrangement:
         from claims.models import OwnershipModeMarker
 
         OwnershipModeMarker.objects.create(mode=mode, established_at_ms=established_at_ms)
+
+    def put_session(self, row: SessionRow) -> None:
+        """Write the row as-is, garbled times included (the model checks only the epoch)."""
+        from claims.models import EngineSession
+
+        EngineSession.objects.update_or_create(
+            engine_id=row.engine_id,
+            defaults={
+                "epoch": row.epoch,
+                "expires_at_ms": row.expires_at_ms,
+                "renewed_at_ms": row.renewed_at_ms,
+                "started_at_ms": row.started_at_ms,
+                "closed_at_ms": row.closed_at_ms,
+                "closed_by": row.closed_by,
+            },
+        )
 
 
 def clear_orm_claim_tables() -> None:

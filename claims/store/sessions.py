@@ -1,0 +1,52 @@
+"""The engine session rows: one read and three compare-and-swaps, each one statement."""
+
+from __future__ import annotations
+
+from claims.protocol.sessions import SessionRow
+
+from .prepared import database, fetch_one, run
+from .sql.engine_sessions import session_statements
+
+
+class SessionQueries:
+    def read_session(self, engine_id: str) -> SessionRow | None:
+        db = database()
+        values = fetch_one(db, session_statements(db.vendor).read, (engine_id,))
+        return None if values is None else SessionRow(engine_id, *values)
+
+    def cas_open_session(
+        self, engine_id: str, *, expected_epoch: int | None, expires_at_ms: int, now_ms: int
+    ) -> bool:
+        db = database()
+        statements = session_statements(db.vendor)
+        if expected_epoch is None:
+            params: tuple[object, ...] = (engine_id, 1, expires_at_ms, now_ms, now_ms, "")
+            return run(db, statements.open_first, params) == 1
+        params = (expected_epoch + 1, expires_at_ms, now_ms, now_ms, engine_id, expected_epoch)
+        return run(db, statements.reopen, params) == 1
+
+    def cas_renew_session(
+        self,
+        engine_id: str,
+        *,
+        epoch: int,
+        expected_expires_at_ms: int,
+        expires_at_ms: int,
+        renewed_at_ms: int,
+    ) -> bool:
+        db = database()
+        params = (expires_at_ms, renewed_at_ms, engine_id, epoch, expected_expires_at_ms)
+        return run(db, session_statements(db.vendor).renew, params) == 1
+
+    def cas_close_session(
+        self,
+        engine_id: str,
+        *,
+        epoch: int,
+        expected_expires_at_ms: int,
+        closed_at_ms: int,
+        closed_by: str,
+    ) -> bool:
+        db = database()
+        params = (closed_at_ms, closed_by, engine_id, epoch, expected_expires_at_ms)
+        return run(db, session_statements(db.vendor).close, params) == 1
