@@ -14,6 +14,7 @@ Parts (``--only``, comma-separated; all by default):
   failover  10,000 claims of a killed engine taken over by another (TTL 3 s, real clock)
   micro     single-claim calls against the raw statements
   pages     the claims page, every live fragment and /metrics: 100,000 claims, 50 engines
+  sessions  the renew pass of both ownership modes at 1,000, 10,000 and 100,000 claims
 
 Options:
   --large    renew also 100,000 claims; reclaim at scale over 100,000 and 1,000,000
@@ -46,7 +47,7 @@ from .report import (
 from .setup import ROOT, configure_django, database_version, throwaway_database
 
 POSTGRES_URL = "postgres://postgres@127.0.0.1:5432/test"
-PARTS = ("renew", "reclaim", "failover", "micro", "pages")
+PARTS = ("renew", "reclaim", "failover", "micro", "pages", "sessions")
 DOCS_CHARTS = ROOT / "docs" / "benchmarks"
 
 
@@ -142,7 +143,7 @@ def load_average() -> str:
 
 def run_parts(args: argparse.Namespace, binding: bool) -> tuple[dict[str, Any], list[Target]]:
     """Run the chosen parts in order, printing each table as it is ready."""
-    from . import failover, micro, pages, reclaim, reclaim_scale, renew
+    from . import failover, micro, pages, reclaim, reclaim_scale, renew, session_renew
 
     payload: dict[str, Any] = {}
     targets: list[Target] = []
@@ -169,6 +170,9 @@ def run_parts(args: argparse.Namespace, binding: bool) -> tuple[dict[str, Any], 
         show(section, found)
     if "micro" in args.parts:
         payload["micro"], section, found = micro.run(binding=binding)
+        show(section, found)
+    if "sessions" in args.parts:
+        payload["sessions"], section, found = session_renew.run(binding=binding)
         show(section, found)
     if "pages" in args.parts:
         payload["pages"], section, found = pages.run(binding=binding)

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from benchmarks import charts, failover, reclaim_scale
+from benchmarks import charts, failover, reclaim_scale, session_renew
 from benchmarks.seed import Layout, seed
 from claims.models import Workflow, WorkflowClaim, WorkflowVisibility
 from claims.protocol import ClaimTiming
@@ -160,3 +160,24 @@ def test_charts_are_written_as_png(tmp_path: Path) -> None:
     ]
     for path in written:
         assert path.read_bytes()[:8] == PNG_MAGIC
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_session_renew_benchmark_renews_every_claim_in_both_modes(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(session_renew, "SIZES", (10, 40))
+    monkeypatch.setattr(session_renew, "REPS", {"workflow-lease": 1, "engine-lease": 2})
+
+    data, section, targets = session_renew.run(binding=False)
+
+    assert data["failures"] == []
+    assert [row[0] for row in section.rows] == ["10", "40"]
+    assert {key: value["statements"] for key, value in data["modes"].items()} == {
+        "workflow-lease/10": 1,
+        "engine-lease/10": 1,
+        "workflow-lease/40": 1,
+        "engine-lease/40": 1,
+    }
+    statement_targets = [t for t in targets if t.key.endswith(".statements")]
+    assert [t.value for t in statement_targets] == [1, 1]

@@ -23,7 +23,7 @@ class WorkflowClaimQuerySet(models.QuerySet["WorkflowClaim"]):
 
 
 class WorkflowClaim(models.Model):
-    """One row per workflow id ever claimed. "No holder" means all four holder columns null."""
+    """One row per workflow id ever claimed. "No holder" means all holder columns null."""
 
     workflow_id = models.CharField(primary_key=True, max_length=WORKFLOW_ID_MAX_LENGTH)
     epoch = models.BigIntegerField()
@@ -31,6 +31,9 @@ class WorkflowClaim(models.Model):
     holder_epoch = models.BigIntegerField(null=True, blank=True)
     holder_expires_at_ms = models.BigIntegerField(null=True, blank=True)
     holder_claimed_at_ms = models.BigIntegerField(null=True, blank=True)
+    # The engine-lease mode: the holder's session epoch; the claim lives while that session
+    # of holder_engine_id does, and holder_expires_at_ms stays null (docs/design.md §12).
+    holder_session_epoch = models.BigIntegerField(null=True, blank=True)
 
     objects = WorkflowClaimQuerySet.as_manager()
 
@@ -58,6 +61,13 @@ class WorkflowClaim(models.Model):
                 name="workflow_claim_claimed_idx",
             ),
             models.Index(fields=["epoch", "workflow_id"], name="workflow_claim_epoch_idx"),
+            # The sessions claims name, for reclaim's discovery: one step along this index
+            # per (engine, session) pair. Empty in the workflow-lease mode.
+            models.Index(
+                fields=["holder_engine_id", "holder_session_epoch"],
+                condition=Q(holder_session_epoch__isnull=False),
+                name="workflow_claim_session_idx",
+            ),
         ]
         permissions = [
             ("force_claim", "Can force the release or takeover of a workflow claim"),

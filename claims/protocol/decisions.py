@@ -8,10 +8,11 @@ the grant to attempt, and the caller carries it out.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Literal, Protocol
 
 from .records import ClaimEventRecord, ClaimResult, ClaimRow, EventKind, GrantPlan, Holder
-from .timing import ClaimTiming, is_claim_expired
+from .states import takeover_eligible
+from .timing import ClaimTiming
 
 # What a reclaim attempt does after the registry answered a takeover:
 # drive the claim it was granted, stop (backoff or not eligible), take back a claim the
@@ -19,8 +20,28 @@ from .timing import ClaimTiming, is_claim_expired
 TakeoverNext = Literal["drive", "backoff-skipped", "not-eligible", "take-back", "retry", "acquire"]
 
 
-def new_holder(engine_id: str, epoch: int, now_ms: int, timing: ClaimTiming) -> Holder:
-    """The holder a grant at ``epoch`` writes: claimed now, alive for one TTL."""
+class Decide(Protocol):
+    """The shape of ``decide_acquire`` and ``decide_takeover``."""
+
+    def __call__(
+        self,
+        workflow_id: str,
+        row: ClaimRow | None,
+        *,
+        engine_id: str,
+        now_ms: int,
+        timing: ClaimTiming,
+        session_epoch: int | None = None,
+    ) -> ClaimResult | GrantPlan: ...
+
+
+def new_holder(
+    engine_id: str, epoch: int, now_ms: int, timing: ClaimTiming, session_epoch: int | None = None
+) -> Holder:
+    """The holder a grant at ``epoch`` writes: claimed now, alive for one TTL; or, under a
+    session, alive while that session is (no expiry of its own)."""
+    if session_epoch is not None:
+        return Holder(engine_id, epoch, None, now_ms, session_epoch)
     return Holder(engine_id, epoch, now_ms + timing.ttl_ms, now_ms)
 
 
@@ -31,6 +52,7 @@ def _plan(
     engine_id: str,
     now_ms: int,
     timing: ClaimTiming,
+    session_epoch: int | None,
 ) -> GrantPlan:
     before = None if row is None else row.epoch
     epoch = 1 if row is None else row.epoch + 1
@@ -40,13 +62,19 @@ def _plan(
         workflow_id,
         before or 0,
         expected_holder,
-        new_holder(engine_id, epoch, now_ms, timing),
+        new_holder(engine_id, epoch, now_ms, timing, session_epoch),
         event,
     )
 
 
 def decide_acquire(
-    workflow_id: str, row: ClaimRow | None, *, engine_id: str, now_ms: int, timing: ClaimTiming
+    workflow_id: str,
+    row: ClaimRow | None,
+    *,
+    engine_id: str,
+    now_ms: int,
+    timing: ClaimTiming,
+    session_epoch: int | None = None,
 ) -> ClaimResult | GrantPlan:
     """Acquire a workflow nobody holds. Never judges expiry: any holder present wins.
 
@@ -55,29 +83,32 @@ def decide_acquire(
     """
     if row is not None and row.holder is not None:
         return ClaimResult("lost-race", workflow_id, held_by=row.valid_holder_engine())
-    return _plan(workflow_id, "acquired", row, engine_id, now_ms, timing)
+    return _plan(workflow_id, "acquired", row, engine_id, now_ms, timing, session_epoch)
 
 
 def decide_takeover(
-    workflow_id: str, row: ClaimRow | None, *, engine_id: str, now_ms: int, timing: ClaimTiming
+    workflow_id: str,
+    row: ClaimRow | None,
+    *,
+    engine_id: str,
+    now_ms: int,
+    timing: ClaimTiming,
+    session_epoch: int | None = None,
 ) -> ClaimResult | GrantPlan:
     """Take over an expired or invalid holder, expecting the row to hold exactly what was
-    read; a row with no holder is ``no-claim``, a valid holder inside its grace is
-    ``not-expired`` (the one expiry rule, ``is_claim_expired``)."""
+    read; a row with no holder is ``no-claim``, a valid holder inside its grace (its own,
+    or its session's) is ``not-expired`` (the one expiry rule, ``is_claim_expired``)."""
     if row is None or row.holder is None:
         return ClaimResult("no-claim", workflow_id, epoch=None if row is None else row.epoch)
-    observed = row.holder
-    if row.holder_is_valid():
-        assert observed.expires_at_ms is not None
-        if not is_claim_expired(observed.expires_at_ms, now_ms, timing):
-            return ClaimResult(
-                "not-expired",
-                workflow_id,
-                epoch=row.epoch,
-                held_by=observed.engine_id,
-                expires_at_ms=observed.expires_at_ms,
-            )
-    return _plan(workflow_id, "takeover", row, engine_id, now_ms, timing)
+    if not takeover_eligible(row, now_ms, timing):
+        return ClaimResult(
+            "not-expired",
+            workflow_id,
+            epoch=row.epoch,
+            held_by=row.holder.engine_id,
+            expires_at_ms=row.expires_at_ms(),
+        )
+    return _plan(workflow_id, "takeover", row, engine_id, now_ms, timing, session_epoch)
 
 
 def after_takeover(result: ClaimResult, *, engine_id: str, held_here: bool) -> TakeoverNext:

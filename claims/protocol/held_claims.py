@@ -19,6 +19,7 @@ from .flight import Flight
 from .metrics import ClaimMetrics
 from .offset_clock import Clock
 from .records import ClaimEventRecord, ClaimResult, ClaimRow, EventKind, GrantPlan, Holder
+from .session_lease import EngineSessionLease
 from .store import ClaimStore
 from .timing import ClaimTiming
 
@@ -34,6 +35,7 @@ class HeldClaims:
         metrics: ClaimMetrics | None = None,
         on_claim_lost: Callable[[str], object] | None = None,
         monotonic: Clock | None = None,
+        session: EngineSessionLease | None = None,
     ) -> None:
         if not engine_id:
             raise ValueError("engine_id must be a non-empty string")
@@ -45,6 +47,11 @@ class HeldClaims:
         self.timing = timing
         self.metrics = metrics
         self._on_claim_lost = on_claim_lost
+        # The engine-lease mode: claims name this session and live while it does (None:
+        # the workflow-lease mode, each claim renewed on its own).
+        if session is not None and session.engine_id != engine_id:
+            raise ValueError("the session must belong to the registry's engine")
+        self.session = session
         self._lock = threading.Lock()
         self._held: dict[str, Holder] = {}  # insertion order is grant order
         self._cooldown_from_ms: dict[str, int] = {}

@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 from dataclasses import replace
 
+from .records import Holder
 from .sessions import SessionRow
 
 
@@ -63,6 +64,25 @@ class MemorySessionRows:
                 return False
             self._sessions[engine_id] = replace(row, closed_at_ms=closed_at_ms, closed_by=closed_by)
             return True
+
+    def session_of(self, holder: Holder | None) -> SessionRow | None:
+        """The session row a claim holder names, as a read joins it (None: no row)."""
+        if holder is None or holder.session_epoch is None or holder.engine_id is None:
+            return None
+        with self._lock:
+            return self._sessions.get(holder.engine_id)
+
+    def holder_session_open(self, holder: Holder | None) -> bool:
+        """Whether the session a holder names is open: a valid row at that epoch, not
+        closed. A takeover of a session holder's claim is refused while it is."""
+        session = self.session_of(holder)
+        return (
+            holder is not None
+            and session is not None
+            and session.is_valid()
+            and session.epoch == holder.session_epoch
+            and session.closed_at_ms is None
+        )
 
     def put_session(self, row: SessionRow) -> None:
         """Write a session row as-is (garbled ones included), bypassing every condition."""

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import threading
-from typing import TypedDict
+from typing import Literal, TypedDict
 
 from .constants import MAX_SAFE_INTEGER, OUTCOMES
+
+SessionCount = Literal["renewed", "lost", "failed", "closed-expired"]
+SESSION_COUNTS: tuple[SessionCount, ...] = ("renewed", "lost", "failed", "closed-expired")
 
 
 class MetricsSnapshot(TypedDict):
@@ -24,18 +27,31 @@ class ClaimMetrics:
         self._attempts = _zero_attempts()
         self._active_claims = 0
         self._renewal_failures = 0
+        self._sessions: dict[SessionCount, int] = dict.fromkeys(SESSION_COUNTS, 0)
 
-    def record_attempt(self, outcome: str) -> None:
+    def record_attempt(self, outcome: str, count: int = 1) -> None:
+        """Count ``count`` attempts with this outcome: a lost session deposes every claim
+        of it at once, and each counts (docs/design.md §12)."""
         if outcome not in self._attempts:
             raise ValueError(
                 f"unknown claim attempt outcome {outcome!r}; expected one of {OUTCOMES}"
             )
         with self._lock:
-            self._attempts[outcome] += 1
+            self._attempts[outcome] += count
 
-    def record_renewal_failure(self) -> None:
+    def record_renewal_failure(self, count: int = 1) -> None:
         with self._lock:
-            self._renewal_failures += 1
+            self._renewal_failures += count
+
+    def record_session(self, kind: SessionCount) -> None:
+        """Count one session renewal by its outcome, or one session this engine closed to
+        take its claims over (the engine-lease mode)."""
+        with self._lock:
+            self._sessions[kind] += 1
+
+    def session_counts(self) -> dict[SessionCount, int]:
+        with self._lock:
+            return dict(self._sessions)
 
     def set_active_claims(self, count: int) -> None:
         if (
@@ -62,6 +78,7 @@ class ClaimMetrics:
             self._attempts = _zero_attempts()
             self._active_claims = 0
             self._renewal_failures = 0
+            self._sessions = dict.fromkeys(SESSION_COUNTS, 0)
 
 
 def render_prometheus(snapshot: MetricsSnapshot) -> str:

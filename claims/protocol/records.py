@@ -6,37 +6,63 @@ from dataclasses import dataclass
 from typing import Literal
 
 from .constants import MAX_SAFE_INTEGER
+from .sessions import SessionRow
+
+
+def _is_time(value: object) -> bool:
+    return isinstance(value, int) and 0 <= value <= MAX_SAFE_INTEGER
 
 
 @dataclass(frozen=True, slots=True)
 class Holder:
-    """The four holder columns of a claim row, exactly as stored."""
+    """The holder columns of a claim row, exactly as stored.
+
+    In the engine-lease mode a holder names its engine's session (``session_epoch``) and
+    stores no expiry of its own: it lives while that session does (docs/design.md §12).
+    """
 
     engine_id: str | None
     epoch: int | None
     expires_at_ms: int | None
     claimed_at_ms: int | None
+    session_epoch: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
 class ClaimRow:
-    """One workflow's claim: the fencing epoch and its holder, if any."""
+    """One workflow's claim: the fencing epoch and its holder, if any; for a holder that
+    names a session, that engine's session row as read with it (None: no row)."""
 
     workflow_id: str
     epoch: int
-    holder: Holder | None  # None when all four holder columns are null
+    holder: Holder | None  # None when all holder columns are null
+    session: SessionRow | None = None
 
     def holder_is_valid(self) -> bool:
-        """Garbage holders (blank engine, mismatched epoch, bad times) are stealable at once."""
+        """Garbage holders (blank engine, mismatched epoch, bad times; for a session holder,
+        a session row missing, garbled or at another epoch) are stealable at once."""
         holder = self.holder
         if holder is None or not holder.engine_id:
             return False
-        if holder.epoch != self.epoch:
+        if holder.epoch != self.epoch or not _is_time(holder.claimed_at_ms):
             return False
-        return all(
-            isinstance(ts, int) and 0 <= ts <= MAX_SAFE_INTEGER
-            for ts in (holder.expires_at_ms, holder.claimed_at_ms)
+        if holder.session_epoch is None:
+            return _is_time(holder.expires_at_ms)
+        session = self.session
+        return (
+            session is not None
+            and session.is_valid()
+            and session.engine_id == holder.engine_id
+            and session.epoch == holder.session_epoch
         )
+
+    def expires_at_ms(self) -> int | None:
+        """When the holder's liveness ends: its session's expiry for a session holder."""
+        if self.holder is None:
+            return None
+        if self.holder.session_epoch is None:
+            return self.holder.expires_at_ms
+        return None if self.session is None else self.session.expires_at_ms
 
     def valid_holder_engine(self) -> str | None:
         return self.holder.engine_id if self.holder is not None and self.holder_is_valid() else None

@@ -16,10 +16,10 @@ from contextlib import contextmanager
 from dataclasses import replace
 from typing import TypeVar
 
-from .decisions import decide_acquire, decide_takeover
+from .decisions import Decide, decide_acquire, decide_takeover
 from .doubts import Doubt
 from .errors import EngineDeposedError
-from .records import ClaimResult, ClaimStatus, GrantPlan, Holder
+from .records import ClaimResult, ClaimRow, ClaimStatus, GrantPlan, Holder
 from .renewal import ClaimRenewals
 
 logger = logging.getLogger("weftboard.claims")
@@ -33,28 +33,28 @@ class ClaimRegistry(ClaimRenewals):
 
     def acquire(self, workflow_id: str) -> ClaimResult:
         """Claim a workflow nobody holds. Never judges expiry: any holder present wins."""
+        session_epoch = self.session_epoch()
         now, sent = self.clock(), self._monotonic()
         row = self.store.read_claim(workflow_id)
         if self._settle(workflow_id, row) == "written":
             return self._granted_earlier(workflow_id)
-        decided = decide_acquire(
-            workflow_id, row, engine_id=self.engine_id, now_ms=now, timing=self.timing
-        )
+        decided = self._judge(decide_acquire, workflow_id, row, now, session_epoch)
         if isinstance(decided, ClaimResult):
             return decided
         return self._grant_one(decided, sent, insert=row is None)
 
     def takeover(self, workflow_id: str) -> ClaimResult:
         """Steal an expired or invalid claim, minting the next epoch from the epoch column."""
+        session_epoch = self.session_epoch()
         now, sent = self.clock(), self._monotonic()
         if self.in_cooldown(workflow_id, now):
             return ClaimResult("backoff-skipped", workflow_id)
         row = self.store.read_claim(workflow_id)
         if self._settle(workflow_id, row) == "written":
             return self._granted_earlier(workflow_id)
-        decided = decide_takeover(
-            workflow_id, row, engine_id=self.engine_id, now_ms=now, timing=self.timing
-        )
+        if row is not None:
+            row = self._close_expired_sessions({workflow_id: row}, now)[workflow_id]
+        decided = self._judge(decide_takeover, workflow_id, row, now, session_epoch)
         if isinstance(decided, ClaimResult):
             return decided
         return self._grant_one(decided, sent, insert=False)
@@ -65,21 +65,20 @@ class ClaimRegistry(ClaimRenewals):
         Same judgement, per id, as ``takeover``; a ``lost-race`` here carries no
         ``held_by`` (no re-read), and a caller wanting one retries with ``takeover``.
         """
+        session_epoch = self.session_epoch()
         now, sent = self.clock(), self._monotonic()
         results: dict[str, ClaimResult] = {}
         waiting = [wf for wf in workflow_ids if not self.in_cooldown(wf, now)]
         for workflow_id in set(workflow_ids) - set(waiting):
             results[workflow_id] = ClaimResult("backoff-skipped", workflow_id)
-        rows = self.store.read_claims(waiting)
+        rows = self._close_expired_sessions(self.store.read_claims(waiting), now)
         plans: list[GrantPlan] = []
         for workflow_id in waiting:
             row = rows.get(workflow_id)
             if self._settle(workflow_id, row) == "written":
                 results[workflow_id] = self._granted_earlier(workflow_id)
                 continue
-            decided = decide_takeover(
-                workflow_id, row, engine_id=self.engine_id, now_ms=now, timing=self.timing
-            )
+            decided = self._judge(decide_takeover, workflow_id, row, now, session_epoch)
             if isinstance(decided, ClaimResult):
                 results[workflow_id] = decided
             else:
@@ -91,6 +90,7 @@ class ClaimRegistry(ClaimRenewals):
     def acquire_many(self, workflow_ids: list[str]) -> dict[str, ClaimResult]:
         """``acquire`` for many ids: one read, then one set-based grant for the rows with
         no holder and one insert for the ids with no row. Never judges expiry."""
+        session_epoch = self.session_epoch()
         now, sent = self.clock(), self._monotonic()
         rows = self.store.read_claims(workflow_ids)
         results: dict[str, ClaimResult] = {}
@@ -101,9 +101,7 @@ class ClaimRegistry(ClaimRenewals):
             if self._settle(workflow_id, row) == "written":
                 results[workflow_id] = self._granted_earlier(workflow_id)
                 continue
-            decided = decide_acquire(
-                workflow_id, row, engine_id=self.engine_id, now_ms=now, timing=self.timing
-            )
+            decided = self._judge(decide_acquire, workflow_id, row, now, session_epoch)
             if isinstance(decided, ClaimResult):
                 results[workflow_id] = decided
             else:
@@ -112,6 +110,24 @@ class ClaimRegistry(ClaimRenewals):
         granted |= self._grant_planned(self.store.insert_many, inserts, sent)
         results.update(self._results_of([*grants, *inserts], granted, sent))
         return results
+
+    def _judge(
+        self,
+        decide: Decide,
+        workflow_id: str,
+        row: ClaimRow | None,
+        now: int,
+        session_epoch: int | None,
+    ) -> ClaimResult | GrantPlan:
+        """One grant judged by ``decisions``, as this engine at ``now``."""
+        return decide(
+            workflow_id,
+            row,
+            engine_id=self.engine_id,
+            now_ms=now,
+            timing=self.timing,
+            session_epoch=session_epoch,
+        )
 
     def _grant_one(self, plan: GrantPlan, sent: int, *, insert: bool) -> ClaimResult:
         """Carry out one planned grant: an insert for an id with no row, else a CAS on the
@@ -157,6 +173,7 @@ class ClaimRegistry(ClaimRenewals):
             or not row.holder_is_valid()
             or holder.engine_id != self.engine_id
             or row.epoch != epoch
+            or holder.session_epoch != (None if self.session is None else self.session.epoch)
         ):
             held_by = None if row is None else row.valid_holder_engine()
             return ClaimResult("not-held", workflow_id, held_by=held_by)
@@ -170,9 +187,11 @@ class ClaimRegistry(ClaimRenewals):
                 "adopted", workflow_id, epoch=epoch, expires_at_ms=cached.expires_at_ms
             )
         self.store.record_event(self._event(workflow_id, "adopted", epoch, epoch, now))
-        # The grant was written earlier by someone else: trust only what is left of it.
-        assert holder.expires_at_ms is not None
-        remaining = max(0, holder.expires_at_ms - now)
+        # The grant was written earlier by someone else: trust only what is left of it
+        # (under a session, the session's deadline is the claim's).
+        remaining = self.timing.ttl_ms
+        if holder.expires_at_ms is not None:
+            remaining = max(0, holder.expires_at_ms - now)
         sent = self._monotonic() - self.timing.ttl_ms + remaining
         result = self._granted(workflow_id, holder, sent_monotonic_ms=sent)
         return replace(result, status="adopted")
@@ -229,7 +248,11 @@ class ClaimRegistry(ClaimRenewals):
             return ClaimResult(status, workflow_id, epoch=held.epoch)
 
     def release_all(self) -> None:
-        """Best effort at shutdown: one failure never keeps the others held."""
+        """Best effort at shutdown: one failure never keeps the others held. Under a
+        session, closing the session gives every claim up in one statement."""
+        if self.session is not None:
+            self._close_own_session()
+            return
         for workflow_id in self.held_workflow_ids():
             try:
                 self.release(workflow_id)

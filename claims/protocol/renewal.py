@@ -14,18 +14,25 @@ from dataclasses import replace
 
 from .doubts import Doubt
 from .flight import Flight
-from .held_claims import HeldClaims
 from .log_events import log_event
 from .records import ClaimResult, Holder
+from .session_claims import SessionHeldClaims
 
 logger = logging.getLogger("weftboard.claims")
 
 
-class ClaimRenewals(HeldClaims):
+class SessionRenewalError(RuntimeError):
+    """The session renewal raised (it is in doubt until the next one reads the row)."""
+
+
+class ClaimRenewals(SessionHeldClaims):
     """The renewal calls of ``ClaimRegistry``: ``renew`` and the set-based ``renew_all``."""
 
     def renew(self, workflow_id: str) -> ClaimResult:
-        """Extend my claim. One renewal per id is in flight; concurrent callers share it."""
+        """Extend my claim. One renewal per id is in flight; concurrent callers share it.
+        Under a session, renewing any claim renews the session, and with it every claim."""
+        if self.session is not None:
+            return self._renew_through_session(workflow_id)
         with self._lock:
             if workflow_id in self._releasing:
                 return ClaimResult("not-held", workflow_id)
@@ -61,6 +68,8 @@ class ClaimRenewals(HeldClaims):
         The per-id rules of ``renew`` hold: an id being released is skipped, an
         id with a renewal in flight shares that renewal's result.
         """
+        if self.session is not None:
+            return self._renew_all_through_session()
         unsettled = self._settle_held_doubts()
         chunks: list[tuple[Flight, list[tuple[str, Holder]]]] = []
         joined: dict[str, Flight] = {}
@@ -91,6 +100,39 @@ class ClaimRenewals(HeldClaims):
             except Exception:
                 results[workflow_id] = None
         return [(workflow_id, results[workflow_id]) for workflow_id in order]
+
+    def _renew_through_session(self, workflow_id: str) -> ClaimResult:
+        held = self.held_claim(workflow_id)
+        if held is None:
+            return ClaimResult("not-held", workflow_id)
+        outcome = self.renew_session()
+        if outcome.status == "renewed" and self.held_claim(workflow_id) is held:
+            assert self.session is not None
+            expires = self.session.expires_at_ms
+            return ClaimResult("renewed", workflow_id, held.epoch, None, expires)
+        if outcome.status == "failed":
+            raise SessionRenewalError(f"the session of engine {self.engine_id} was not renewed")
+        return ClaimResult("lost", workflow_id, held.epoch)
+
+    def _renew_all_through_session(self) -> list[tuple[str, ClaimResult | None]]:
+        """``renew_all``'s per-claim answers from one session renewal (the renew pass itself
+        calls ``renew_session``, which builds no per-claim list)."""
+        with self._lock:
+            before = dict(self._held)
+        outcome = self.renew_session()
+        assert self.session is not None
+        expires = self.session.expires_at_ms
+        results: list[tuple[str, ClaimResult | None]] = []
+        for workflow_id, held in before.items():
+            if outcome.status == "failed":
+                results.append((workflow_id, None))
+            elif outcome.status == "renewed" and self.held_claim(workflow_id) is held:
+                results.append(
+                    (workflow_id, ClaimResult("renewed", workflow_id, held.epoch, None, expires))
+                )
+            else:
+                results.append((workflow_id, ClaimResult("lost", workflow_id, held.epoch)))
+        return results
 
     def _settle_held_doubts(self) -> set[str]:
         """Read, in one statement, the held ids whose last statement raised, and take

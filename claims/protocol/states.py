@@ -5,10 +5,21 @@ from __future__ import annotations
 from typing import Literal
 
 from .records import ClaimRow
+from .sessions import SessionState, derive_session_state
 from .timing import ClaimTiming, is_claim_expired
 
 ClaimState = Literal["live", "in-grace", "expired", "invalid", "ownerless"]
 CLAIM_STATES: tuple[ClaimState, ...] = ("live", "in-grace", "expired", "invalid", "ownerless")
+
+# A session holder's claim is in its session's state; a closed session's claims may be
+# taken over at once, as an expired claim's may (docs/design.md §12).
+_BY_SESSION_STATE: dict[SessionState, ClaimState] = {
+    "live": "live",
+    "in-grace": "in-grace",
+    "expired": "expired",
+    "closed": "expired",
+    "invalid": "invalid",
+}
 
 
 def derive_claim_state(row: ClaimRow, now_ms: int, timing: ClaimTiming) -> ClaimState:
@@ -17,8 +28,15 @@ def derive_claim_state(row: ClaimRow, now_ms: int, timing: ClaimTiming) -> Claim
         return "ownerless"
     if not row.holder_is_valid():
         return "invalid"
+    if row.holder.session_epoch is not None:
+        return _BY_SESSION_STATE[derive_session_state(row.session, now_ms, timing)]
     expires = row.holder.expires_at_ms
     assert expires is not None
     if now_ms <= expires:
         return "live"
     return "expired" if is_claim_expired(expires, now_ms, timing) else "in-grace"
+
+
+def takeover_eligible(row: ClaimRow, now_ms: int, timing: ClaimTiming) -> bool:
+    """Whether anyone may take this held claim over now: expired or invalid."""
+    return derive_claim_state(row, now_ms, timing) in ("expired", "invalid")

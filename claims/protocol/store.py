@@ -11,11 +11,12 @@ from collections.abc import Callable, Sequence
 from typing import Protocol, TypeVar
 
 from .records import ClaimEventRecord, ClaimRow, GrantPlan, Holder, ScanPage, WorkflowInfo
+from .sessions import SessionStore
 
 T = TypeVar("T")
 
 
-class ClaimStore(Protocol):
+class ClaimStore(SessionStore, Protocol):
     def read_claim(self, workflow_id: str) -> ClaimRow | None: ...
 
     def cas_insert(

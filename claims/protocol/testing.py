@@ -44,11 +44,13 @@ class MemoryClaimStore(MemorySessionRows):
     def read_claim(self, workflow_id: str) -> ClaimRow | None:
         with self._lock:
             row = self._rows.get(workflow_id)
-            return None if row is None else ClaimRow(workflow_id, row.epoch, row.holder)
+            if row is None:
+                return None
+            return ClaimRow(workflow_id, row.epoch, row.holder, self.session_of(row.holder))
 
     def rows(self) -> dict[str, ClaimRow]:
         with self._lock:
-            return {wf: ClaimRow(wf, row.epoch, row.holder) for wf, row in self._rows.items()}
+            return {wf: row for wf in self._rows if (row := self.read_claim(wf)) is not None}
 
     @property
     def events(self) -> list[ClaimEventRecord]:
@@ -79,6 +81,8 @@ class MemoryClaimStore(MemorySessionRows):
         with self._lock:
             row = self._rows.get(workflow_id)
             if row is None or row.epoch != expected_epoch or row.holder != expected_holder:
+                return False
+            if self.holder_session_open(expected_holder):
                 return False
             row.epoch, row.holder = expected_epoch + 1, holder
             self._append(event)
@@ -159,8 +163,9 @@ class MemoryClaimStore(MemorySessionRows):
         for workflow_id, row in sorted(rows.items()):
             if row.holder is None:
                 continue
-            expires = row.holder.expires_at_ms
-            if not row.holder_is_valid() or (expires is not None and expires < expired_before_ms):
+            expires = row.expires_at_ms()
+            closed = row.session is not None and row.session.closed_at_ms is not None
+            if not row.holder_is_valid() or closed or (expires or 0) < expired_before_ms:
                 stale.append(workflow_id)
         return stale
 

@@ -4,9 +4,9 @@ on the default database, PostgreSQL or SQLite alike.
 ``OrmClaimStore`` composes one query class per table: the claim rows one at a time
 (``rows``) and many at a time (``claim_sets``), the workflows and their visibility index
 (``workflows``), the reclaim cursor (``reclaim_cursor``), the pending re-drives
-(``redrives``), the ownership-mode marker (``ownership``) and the engine-lease mode's
-session rows (``sessions``). Every hand-written statement
-they send is in ``sql``.
+(``redrives``), the ownership-mode marker (``ownership``) and, under the single-claim
+queries, the engine-lease mode's session rows (``sessions``). Every hand-written
+statement they send is in ``sql``.
 """
 
 from django.db import connection
@@ -16,7 +16,6 @@ from .ownership import OwnershipMarkerQueries
 from .reclaim_cursor import ReclaimCursorQueries
 from .redrives import RedriveQueries
 from .rows import ClaimRowQueries, claim_row_from_values
-from .sessions import SessionQueries
 from .workflows import WorkflowQueries
 
 
@@ -27,7 +26,6 @@ class OrmClaimStore(
     ReclaimCursorQueries,
     RedriveQueries,
     OwnershipMarkerQueries,
-    SessionQueries,
 ):
     def close_thread_resources(self) -> None:
         connection.close()

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from dataclasses import replace
 
 from django.db import connection, transaction
 from django.db.models import F, Q
@@ -12,8 +13,10 @@ from django.db.models import F, Q
 from claims.models import ClaimEvent, WorkflowClaim
 from claims.protocol.constants import MAX_SAFE_INTEGER
 from claims.protocol.records import ClaimRow, GrantPlan, Holder
+from claims.protocol.sessions import SessionRow
 
 from .rows import HOLDER_COLUMNS, claim_row_from_values, event_row
+from .sessions import SessionQueries
 from .sql.claim_rows import claim_statements
 
 CHUNK = 5_000
@@ -28,13 +31,15 @@ HOLDER_PRESENT = (
     | Q(holder_claimed_at_ms__isnull=False)
 )
 
-# The same validity rule as ClaimRow.holder_is_valid, as SQL.
+# The same validity rule as ClaimRow.holder_is_valid, as SQL, but for the session a session
+# holder names (a missing expiry is that holder's rule, not garbage): the session side is
+# judged on the session rows (``ClaimSetQueries.list_stale_holders``).
 HOLDER_INVALID = (
     Q(holder_engine_id__isnull=True)
     | Q(holder_engine_id="")
     | Q(holder_epoch__isnull=True)
     | ~Q(holder_epoch=F("epoch"))
-    | Q(holder_expires_at_ms__isnull=True)
+    | Q(holder_expires_at_ms__isnull=True, holder_session_epoch__isnull=True)
     | Q(holder_claimed_at_ms__isnull=True)
     | Q(holder_expires_at_ms__lt=0)
     | Q(holder_claimed_at_ms__lt=0)
@@ -53,10 +58,24 @@ def _plan_row(plan: GrantPlan) -> list[object]:
         None if observed is None else observed.epoch,
         None if observed is None else observed.expires_at_ms,
         None if observed is None else observed.claimed_at_ms,
+        None if observed is None else observed.session_epoch,
         plan.holder.engine_id,
         plan.holder.expires_at_ms,
         plan.holder.claimed_at_ms,
+        plan.holder.session_epoch,
     ]
+
+
+def _session_alive(session: SessionRow | None, epoch: int, expired_before_ms: int) -> bool:
+    """Whether the claims naming session ``epoch`` are still held: it is valid, at that
+    epoch, open, and expires no earlier than the bound (the stale-holder rule)."""
+    return (
+        session is not None
+        and session.is_valid()
+        and session.epoch == epoch
+        and session.closed_at_ms is None
+        and session.expires_at_ms >= expired_before_ms
+    )
 
 
 def _as_columns(rows: Sequence[Sequence[object]]) -> list[list[object]]:
@@ -64,10 +83,12 @@ def _as_columns(rows: Sequence[Sequence[object]]) -> list[list[object]]:
     return [list(column) for column in zip(*rows, strict=True)]
 
 
-class ClaimSetQueries:
+class ClaimSetQueries(SessionQueries):
     """Set-based reads and writes of the claim rows, chunked to CHUNK rows a statement."""
 
     def read_claims(self, workflow_ids: Sequence[str]) -> dict[str, ClaimRow]:
+        """Many claim rows; those of session holders with their sessions, read in one more
+        statement for all the engines they name."""
         rows: dict[str, ClaimRow] = {}
         for start in range(0, len(workflow_ids), CHUNK):
             chunk = workflow_ids[start : start + CHUNK]
@@ -75,6 +96,19 @@ class ClaimSetQueries:
                 workflow_id__in=chunk
             ).values_list("workflow_id", "epoch", *HOLDER_COLUMNS):
                 rows[workflow_id] = claim_row_from_values(workflow_id, *values)
+        engines = {
+            row.holder.engine_id
+            for row in rows.values()
+            if row.holder is not None and row.holder.session_epoch is not None
+        }
+        engines.discard(None)
+        if not engines:
+            return rows
+        sessions = self.read_sessions(e for e in engines if e is not None)
+        for workflow_id, row in rows.items():
+            holder = row.holder
+            if holder is not None and holder.session_epoch is not None and holder.engine_id:
+                rows[workflow_id] = replace(row, session=sessions.get(holder.engine_id))
         return rows
 
     def grant_many(self, plans: Sequence[GrantPlan]) -> set[str]:
@@ -90,7 +124,13 @@ class ClaimSetQueries:
         for start in range(0, len(plans), CHUNK):
             chunk = plans[start : start + CHUNK]
             rows: list[list[object]] = [
-                [p.workflow_id, p.holder.engine_id, p.holder.expires_at_ms, p.holder.claimed_at_ms]
+                [
+                    p.workflow_id,
+                    p.holder.engine_id,
+                    p.holder.expires_at_ms,
+                    p.holder.claimed_at_ms,
+                    p.holder.session_epoch,
+                ]
                 for p in chunk
             ]
             sql = claim_statements(connection.vendor).insert_many
@@ -131,12 +171,42 @@ class ClaimSetQueries:
             return {workflow_id for (workflow_id,) in cursor.fetchall()}
 
     def list_stale_holders(self, *, expired_before_ms: int) -> list[str]:
-        return list(
+        stale = set(
             WorkflowClaim.objects.filter(HOLDER_PRESENT)
             .filter(Q(holder_expires_at_ms__lt=expired_before_ms) | HOLDER_INVALID)
-            .order_by("workflow_id")
             .values_list("workflow_id", flat=True)
         )
+        stale.update(self._stale_session_holders(expired_before_ms))
+        return sorted(stale)
+
+    def _stale_session_holders(self, expired_before_ms: int) -> list[str]:
+        """The claims naming a session that is no longer alive: one index step per
+        (engine, session) pair the claims name, one read of those sessions, and one
+        indexed read of the claims of each dead pair. Nothing in the workflow-lease mode."""
+        pairs = self._session_pairs()
+        if not pairs:
+            return []
+        sessions = self.read_sessions({engine for engine, _ in pairs})
+        stale: list[str] = []
+        for engine, epoch in pairs:
+            if not _session_alive(sessions.get(engine), epoch, expired_before_ms):
+                stale += WorkflowClaim.objects.filter(
+                    holder_engine_id=engine, holder_session_epoch=epoch
+                ).values_list("workflow_id", flat=True)
+        return stale
+
+    def _session_pairs(self) -> list[tuple[str, int]]:
+        sql = claim_statements(connection.vendor).next_session_pair
+        pairs: list[tuple[str, int]] = []
+        after: tuple[str, int] = ("", -1)
+        with connection.cursor() as cursor:
+            while True:
+                cursor.execute(sql, list(after))
+                found = cursor.fetchone()
+                if found is None:
+                    return pairs
+                after = (found[0], found[1])
+                pairs.append(after)
 
     def list_held_by(self, *, engine_id: str) -> list[str]:
         return list(

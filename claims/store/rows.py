@@ -10,7 +10,7 @@ table are in ``claim_sets.py``.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import fields
+from dataclasses import fields, replace
 from typing import Any, TypeVar
 
 from django.db import transaction
@@ -18,8 +18,10 @@ from django.db import transaction
 from claims.models import ClaimEvent, WorkflowClaim
 from claims.protocol.errors import EngineDeposedError
 from claims.protocol.records import ClaimEventRecord, ClaimRow, Holder
+from claims.protocol.sessions import SessionRow
 
 from .prepared import database, fetch_one, run
+from .sessions import SessionQueries
 from .sql.claim_rows import EVENT_TRANSITION_FIELDS as EVENT_TRANSITION_FIELDS  # the audit's
 from .sql.claim_rows import HOLDER_COLUMNS as HOLDER_COLUMNS  # the selectors read with these
 from .sql.claim_rows import claim_statements
@@ -28,9 +30,16 @@ T = TypeVar("T")
 
 
 def _holder(holder: Holder | None) -> tuple[Any, ...]:
+    """A holder as the values of HOLDER_COLUMNS, in order."""
     if holder is None:
-        return (None, None, None, None)
-    return (holder.engine_id, holder.epoch, holder.expires_at_ms, holder.claimed_at_ms)
+        return (None, None, None, None, None)
+    return (
+        holder.engine_id,
+        holder.epoch,
+        holder.expires_at_ms,
+        holder.claimed_at_ms,
+        holder.session_epoch,
+    )
 
 
 def _event(event: ClaimEventRecord) -> tuple[Any, ...]:
@@ -77,10 +86,14 @@ def claim_row_from_values(
     holder_epoch: int | None,
     expires_at_ms: int | None,
     claimed_at_ms: int | None,
+    session_epoch: int | None,
+    session: SessionRow | None = None,
 ) -> ClaimRow:
-    values = (engine_id, holder_epoch, expires_at_ms, claimed_at_ms)
+    """A claim row from its columns (HOLDER_COLUMNS' order), with the session its holder
+    names if the caller read it."""
+    values = (engine_id, holder_epoch, expires_at_ms, claimed_at_ms, session_epoch)
     holder = None if all(v is None for v in values) else Holder(*values)
-    return ClaimRow(workflow_id, epoch, holder)
+    return ClaimRow(workflow_id, epoch, holder, session)
 
 
 def event_row(event: ClaimEventRecord) -> ClaimEvent:
@@ -88,13 +101,20 @@ def event_row(event: ClaimEventRecord) -> ClaimEvent:
     return ClaimEvent(**{field.name: getattr(event, field.name) for field in fields(event)})
 
 
-class ClaimRowQueries:
-    """Single-claim reads and compare-and-swaps."""
+class ClaimRowQueries(SessionQueries):
+    """Single-claim reads and compare-and-swaps; a read of a session holder's claim reads
+    its session too."""
 
     def read_claim(self, workflow_id: str) -> ClaimRow | None:
         db = database()
         values = fetch_one(db, claim_statements(db.vendor).read, (workflow_id,))
-        return None if values is None else claim_row_from_values(workflow_id, *values)
+        if values is None:
+            return None
+        row = claim_row_from_values(workflow_id, *values)
+        holder = row.holder
+        if holder is None or holder.session_epoch is None or holder.engine_id is None:
+            return row
+        return replace(row, session=self.read_session(holder.engine_id))
 
     def cas_insert(
         self, workflow_id: str, *, holder: Holder | None, event: ClaimEventRecord | None
@@ -117,7 +137,11 @@ class ClaimRowQueries:
             expected_epoch,
             *_holder(expected_holder),
         )
-        return _transition("grant", params, event)
+        if expected_holder is None or expected_holder.session_epoch is None:
+            return _transition("grant", params, event)
+        # A session holder's claim: only once its session is not open.
+        session = (expected_holder.engine_id, expected_holder.session_epoch)
+        return _transition("grant_from_session", (*params, *session), event)
 
     def cas_rotate(
         self,

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
+from claims.models import EngineSession
 from claims.protocol.sessions import SessionRow
 
 from .prepared import database, fetch_one, run
-from .sql.engine_sessions import session_statements
+from .sql.engine_sessions import SESSION_FIELDS, session_statements
 
 
 class SessionQueries:
@@ -13,6 +16,13 @@ class SessionQueries:
         db = database()
         values = fetch_one(db, session_statements(db.vendor).read, (engine_id,))
         return None if values is None else SessionRow(engine_id, *values)
+
+    def read_sessions(self, engine_ids: Iterable[str]) -> dict[str, SessionRow]:
+        """The session rows of these engines; engines without one are absent."""
+        rows = EngineSession.objects.filter(engine_id__in=list(engine_ids)).values_list(
+            "engine_id", *SESSION_FIELDS
+        )
+        return {engine_id: SessionRow(engine_id, *values) for engine_id, *values in rows}
 
     def cas_open_session(
         self, engine_id: str, *, expected_epoch: int | None, expires_at_ms: int, now_ms: int

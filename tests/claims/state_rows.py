@@ -10,16 +10,17 @@ NOW = 10_000_000
 TIMING = ClaimTiming(ttl_ms=30_000, renew_interval_ms=5_000)  # grace 10 s
 
 ROWS = {
-    # workflow id: the other CLAIM_COLUMNS (epoch, engine, holder epoch, expires, claimed)
-    "a-live": (3, "e1", 3, NOW + 5_000, NOW - 25_000),
-    "b-live-edge": (1, "e1", 1, NOW, NOW - 30_000),
-    "c-grace": (2, "e2", 2, NOW - 1, NOW - 30_001),
-    "d-grace-edge": (2, "e2", 2, NOW - 10_000, NOW - 40_000),
-    "e-expired": (5, "e2", 5, NOW - 10_001, NOW - 40_001),
-    "f-invalid-epoch": (7, "e1", 6, NOW + 5_000, NOW),
-    "g-invalid-blank": (1, "", 1, NOW + 5_000, NOW),
-    "h-invalid-negative": (1, "e3", 1, -5, NOW),
-    "i-ownerless": (9, None, None, None, None),
+    # workflow id: the other CLAIM_COLUMNS (epoch, engine, holder epoch, expires, claimed,
+    # session epoch: none, the workflow-lease mode's rows)
+    "a-live": (3, "e1", 3, NOW + 5_000, NOW - 25_000, None),
+    "b-live-edge": (1, "e1", 1, NOW, NOW - 30_000, None),
+    "c-grace": (2, "e2", 2, NOW - 1, NOW - 30_001, None),
+    "d-grace-edge": (2, "e2", 2, NOW - 10_000, NOW - 40_000, None),
+    "e-expired": (5, "e2", 5, NOW - 10_001, NOW - 40_001, None),
+    "f-invalid-epoch": (7, "e1", 6, NOW + 5_000, NOW, None),
+    "g-invalid-blank": (1, "", 1, NOW + 5_000, NOW, None),
+    "h-invalid-negative": (1, "e3", 1, -5, NOW, None),
+    "i-ownerless": (9, None, None, None, None, None),
 }
 
 

@@ -19,7 +19,7 @@ pytestmark = pytest.mark.django_db
 # More ownerless rows, to page through the rows without a value: a running one (stranded),
 # a finished one with a release in its history, a pending one.
 OWNERLESS = {"j-stranded": WorkflowStatus.RUNNING, "k-done": WorkflowStatus.COMPLETED}
-UNHELD = (None, None, None, None)
+UNHELD = (None, None, None, None, None)
 ALL_ROWS = {**ROWS, "j-stranded": (4, *UNHELD), "k-done": (2, *UNHELD), "l-never": (1, *UNHELD)}
 SORT_COLUMN = {"expires_at": 3, "epoch": 0, "claimed_at": 4, "holder": 1}
 

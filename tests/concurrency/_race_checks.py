@@ -109,12 +109,13 @@ def replay_events(workflow_ids: list[str]) -> Replay:
             if epoch is not None:
                 fail(f"{workflow_id}: events reach epoch {epoch} but there is no row")
             continue
-        row_epoch, engine, holder_epoch, expires_at, claimed_at = row
+        row_epoch, engine, holder_epoch, expires_at, claimed_at, session_epoch = row
         if row_epoch != epoch:
             fail(f"{workflow_id}: row at epoch {row_epoch}, last event at {epoch}")
         if engine != replay.holder[workflow_id]:
             fail(f"{workflow_id}: row held by {engine}, events say {replay.holder[workflow_id]}")
-        if engine is None and (holder_epoch, expires_at, claimed_at) != (None, None, None):
+        rest = (holder_epoch, expires_at, claimed_at, session_epoch)
+        if engine is None and rest != (None,) * len(rest):
             fail(f"{workflow_id}: half-cleared holder {row}")
         if engine is not None and holder_epoch != row_epoch:
             fail(f"{workflow_id}: holder epoch {holder_epoch} != row epoch {row_epoch}")

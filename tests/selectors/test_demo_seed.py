@@ -45,7 +45,8 @@ def _rows() -> dict[str, list[Any]]:
     return {
         "workflows": table(Workflow, "workflow_id", "failure"),  # its traceback names paths
         "visibility": table(WorkflowVisibility, "workflow_id", "id"),
-        "claims": table(WorkflowClaim, "workflow_id"),
+        # The session column is null in the workflow-lease mode the demo fleet runs.
+        "claims": table(WorkflowClaim, "workflow_id", "holder_session_epoch"),
         "events": table(ClaimEvent, "id", "id"),
         "engines": table(
             Engine,

@@ -2,7 +2,11 @@
 
 Every compare-and-swap compares with null-safe equality (PostgreSQL's IS NOT
 DISTINCT FROM, SQLite's IS), which is what the ORM's ``filter(col=None)`` meant:
-an absent holder is four nulls, and a garbage holder may have any of them null.
+an absent holder is all nulls, and a garbage holder may have any of them null.
+
+A holder that names an engine session (the engine-lease mode, docs/design.md §12) is
+taken over only once that session is not open: the grants add that condition
+(``OPEN_SESSION``), which a closed session never leaves.
 
 On PostgreSQL a transition and its ClaimEvent row are one statement: the CAS runs
 in a data-modifying CTE whose RETURNING feeds the event INSERT, so the event is
@@ -27,12 +31,14 @@ from django.db import connection
 from claims.models import ClaimEvent, WorkflowClaim
 
 from ._names import POSTGRESQL, column, columns, dialect, table
+from .engine_sessions import open_session
 
 HOLDER_COLUMNS = (
     "holder_engine_id",
     "holder_epoch",
     "holder_expires_at_ms",
     "holder_claimed_at_ms",
+    "holder_session_epoch",
 )
 # What an event says happened, in ClaimEvent's order; the audit CSV and the admin list
 # show these too.
@@ -52,22 +58,26 @@ class ClaimStatements:
     """Each statement takes its parameters positionally, in the order noted beside it."""
 
     read: str  # workflow_id
-    renew: str  # new expiry, workflow_id, epoch, held holder x4
+    renew: str  # new expiry, workflow_id, epoch, held holder x5
     event: str  # the event's EVENT_FIELDS
-    # insert:  workflow_id, holder x4
-    # grant:   new epoch, holder x4, workflow_id, expected epoch, expected holder x4
-    # rotate:  new epoch, holder x4, workflow_id, expected epoch
-    # release: workflow_id, epoch, held holder x4
+    # insert:  workflow_id, holder x5
+    # grant:   new epoch, holder x5, workflow_id, expected epoch, expected holder x5
+    # grant_from_session: grant's, then the expected holder's engine and session epoch
+    # rotate:  new epoch, holder x5, workflow_id, expected epoch
+    # release: workflow_id, epoch, held holder x5
     transitions: Mapping[str, str]
     # PostgreSQL only (empty on SQLite): a transition's parameters, then its event's.
     logged: Mapping[str, str]
     # PostgreSQL: one array per column of the GrantPlan rows (claims.store.claim_sets);
     # SQLite: the rows as one JSON array. Each returns the keys it changed.
-    grant_many: str  # wid, epoch, observed holder x4, new engine, expires, claimed
-    insert_many: str  # wid, engine, expires, claimed
+    grant_many: str  # wid, epoch, observed holder x5, new engine, expires, claimed, session
+    insert_many: str  # wid, engine, expires, claimed, session
     # new expiry; then PostgreSQL: wid, epoch, holder epoch, engine, expires, claimed,
     # wid again; SQLite: JSON rows of wid, epoch, engine, expires, claimed.
     renew_many: str
+    # The (engine, session epoch) pair after the one given, in the order of the partial
+    # index workflow_claim_session_idx: one index step per pair the claims name.
+    next_session_pair: str  # engine, session epoch
 
 
 class _Names(NamedTuple):
@@ -80,6 +90,7 @@ class _Names(NamedTuple):
     holder_epoch: str
     expires: str
     claimed: str
+    session: str
 
 
 def _names() -> _Names:
@@ -90,11 +101,14 @@ def _names() -> _Names:
 
 
 def _grant_many(vendor: str) -> str:
-    claims, wf, epoch, engine, holder_epoch, expires, claimed = _names()
+    claims, wf, epoch, engine, holder_epoch, expires, claimed, session = _names()
     set_holder = (
         f"{epoch} = u.ep + 1, {engine} = u.n_engine, {holder_epoch} = u.ep + 1, "
-        f"{expires} = u.n_expires, {claimed} = u.n_claimed"
+        f"{expires} = u.n_expires, {claimed} = u.n_claimed, {session} = u.n_session"
     )
+    # A null observed session matches no session row, so the condition holds trivially
+    # for a per-workflow holder.
+    not_open = f"NOT {open_session('u.o_engine', 'u.o_session')}"
     # SKIP LOCKED: rows another engine is writing are left to it (reported as not
     # granted) instead of being waited on, and the ORDER BY keeps two engines that
     # lock overlapping sets from deadlocking.
@@ -102,8 +116,9 @@ def _grant_many(vendor: str) -> str:
 WITH u AS (
     SELECT * FROM unnest(
         %s::text[], %s::bigint[], %s::text[], %s::bigint[], %s::bigint[], %s::bigint[],
-        %s::text[], %s::bigint[], %s::bigint[]
-    ) AS u(wid, ep, o_engine, o_epoch, o_expires, o_claimed, n_engine, n_expires, n_claimed)
+        %s::bigint[], %s::text[], %s::bigint[], %s::bigint[], %s::bigint[]
+    ) AS u(wid, ep, o_engine, o_epoch, o_expires, o_claimed, o_session,
+           n_engine, n_expires, n_claimed, n_session)
 ), locked AS (
     SELECT c.{wf} FROM {claims} c JOIN u ON c.{wf} = u.wid
     WHERE c.{epoch} = u.ep
@@ -111,6 +126,8 @@ WITH u AS (
       AND c.{holder_epoch} IS NOT DISTINCT FROM u.o_epoch
       AND c.{expires} IS NOT DISTINCT FROM u.o_expires
       AND c.{claimed} IS NOT DISTINCT FROM u.o_claimed
+      AND c.{session} IS NOT DISTINCT FROM u.o_session
+      AND {not_open}
     ORDER BY c.{wf}
     FOR UPDATE OF c SKIP LOCKED
 )
@@ -127,27 +144,30 @@ FROM (
     SELECT json_extract(value, '$[0]') AS wid, json_extract(value, '$[1]') AS ep,
            json_extract(value, '$[2]') AS o_engine, json_extract(value, '$[3]') AS o_epoch,
            json_extract(value, '$[4]') AS o_expires, json_extract(value, '$[5]') AS o_claimed,
-           json_extract(value, '$[6]') AS n_engine, json_extract(value, '$[7]') AS n_expires,
-           json_extract(value, '$[8]') AS n_claimed
+           json_extract(value, '$[6]') AS o_session,
+           json_extract(value, '$[7]') AS n_engine, json_extract(value, '$[8]') AS n_expires,
+           json_extract(value, '$[9]') AS n_claimed, json_extract(value, '$[10]') AS n_session
     FROM json_each(%s)
 ) AS u
 WHERE {claims}.{wf} = u.wid AND {claims}.{epoch} = u.ep
   AND {claims}.{engine} IS u.o_engine AND {claims}.{holder_epoch} IS u.o_epoch
   AND {claims}.{expires} IS u.o_expires
   AND {claims}.{claimed} IS u.o_claimed
+  AND {claims}.{session} IS u.o_session
+  AND {not_open}
 RETURNING {claims}.{wf}
 """
     return dialect(vendor, postgresql=grant_postgresql, sqlite=grant_sqlite)
 
 
 def _insert_many(vendor: str) -> str:
-    claims, wf, epoch, engine, holder_epoch, expires, claimed = _names()
-    holder = f"{wf}, {epoch}, {engine}, {holder_epoch}, {expires}, {claimed}"
+    claims, wf, epoch, engine, holder_epoch, expires, claimed, session = _names()
+    holder = f"{wf}, {epoch}, {engine}, {holder_epoch}, {expires}, {claimed}, {session}"
     insert_postgresql = f"""
 INSERT INTO {claims} ({holder})
-SELECT u.wid, 1, u.n_engine, 1, u.n_expires, u.n_claimed
-FROM unnest(%s::text[], %s::text[], %s::bigint[], %s::bigint[])
-    AS u(wid, n_engine, n_expires, n_claimed)
+SELECT u.wid, 1, u.n_engine, 1, u.n_expires, u.n_claimed, u.n_session
+FROM unnest(%s::text[], %s::text[], %s::bigint[], %s::bigint[], %s::bigint[])
+    AS u(wid, n_engine, n_expires, n_claimed, n_session)
 ORDER BY u.wid
 ON CONFLICT ({wf}) DO NOTHING
 RETURNING {wf}
@@ -156,7 +176,7 @@ RETURNING {wf}
     insert_sqlite = f"""
 INSERT INTO {claims} ({holder})
 SELECT json_extract(value, '$[0]'), 1, json_extract(value, '$[1]'), 1,
-       json_extract(value, '$[2]'), json_extract(value, '$[3]')
+       json_extract(value, '$[2]'), json_extract(value, '$[3]'), json_extract(value, '$[4]')
 FROM json_each(%s) WHERE true
 ON CONFLICT ({wf}) DO NOTHING
 RETURNING {wf}
@@ -165,7 +185,7 @@ RETURNING {wf}
 
 
 def _renew_many(vendor: str) -> str:
-    claims, wf, epoch, engine, holder_epoch, expires, claimed = _names()
+    claims, wf, epoch, engine, holder_epoch, expires, claimed, _session = _names()
     # Each chunk must reach its claim rows by key. The explicit key list keeps the scan
     # of the claim table to the chunk's rows whatever join the planner picks; and the
     # holder epoch comes as its own array because equating both epoch columns to one
@@ -197,6 +217,17 @@ RETURNING {claims}.{wf}
     return dialect(vendor, postgresql=renew_postgresql, sqlite=renew_sqlite)
 
 
+def _next_session_pair() -> str:
+    claims, _wf, _epoch, engine, _holder_epoch, _expires, _claimed, session = _names()
+    # The row-value comparison is one index range on both databases; the IS NOT NULL
+    # repeats the partial index's predicate so the planners pick it.
+    return (
+        f"SELECT {engine}, {session} FROM {claims} "
+        f"WHERE {session} IS NOT NULL AND ({engine}, {session}) > (%s, %s) "
+        f"ORDER BY {engine}, {session} LIMIT 1"
+    )
+
+
 @functools.cache
 def _statements(vendor: str) -> ClaimStatements:
     same = dialect(vendor, postgresql="IS NOT DISTINCT FROM", sqlite="IS")
@@ -214,14 +245,15 @@ def _statements(vendor: str) -> ClaimStatements:
     event_columns = ", ".join(columns(ClaimEvent, EVENT_FIELDS))
     event_values = ", ".join(["%s"] * len(EVENT_FIELDS))
 
+    grant = f"UPDATE {claims} SET {epoch} = %s, {set_holder} WHERE {at_epoch} AND {holder_is}"
+    holder_values = ", ".join(["%s"] * len(holder))
     transitions = {
         "insert": (
             f"INSERT INTO {claims} ({wf}, {epoch}, {', '.join(holder)}) "
-            "VALUES (%s, 1, %s, %s, %s, %s) ON CONFLICT DO NOTHING"
+            f"VALUES (%s, 1, {holder_values}) ON CONFLICT DO NOTHING"
         ),
-        "grant": (
-            f"UPDATE {claims} SET {epoch} = %s, {set_holder} WHERE {at_epoch} AND {holder_is}"
-        ),
+        "grant": grant,
+        "grant_from_session": f"{grant} AND NOT {open_session('%s', '%s')}",
         "rotate": f"UPDATE {claims} SET {epoch} = %s, {set_holder} WHERE {at_epoch}",
         "release": f"UPDATE {claims} SET {clear_holder} WHERE {at_epoch} AND {holder_is}",
     }
@@ -243,6 +275,7 @@ def _statements(vendor: str) -> ClaimStatements:
         grant_many=_grant_many(vendor),
         insert_many=_insert_many(vendor),
         renew_many=_renew_many(vendor),
+        next_session_pair=_next_session_pair(),
     )
 
 

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from django.db import connection
 
 from claims.models import EngineSession
+from claims.protocol.constants import MAX_SAFE_INTEGER
 
 from ._names import column, columns, insert_unless_present, table
 
@@ -24,6 +25,23 @@ SESSION_FIELDS = (
     "closed_by",
 )
 OPEN_FIELDS = ("engine_id", "epoch", "expires_at_ms", "renewed_at_ms", "started_at_ms", "closed_by")
+
+
+def open_session(engine: str, epoch: str) -> str:
+    """SQL true when the session ``epoch`` of ``engine`` (two SQL expressions) is open: a
+    valid row at that epoch, not closed (``SessionRow.is_valid``, as SQL)."""
+    sessions = table(EngineSession)
+    s_engine, s_epoch, expires, renewed, started, closed = columns(
+        EngineSession,
+        ("engine_id", "epoch", "expires_at_ms", "renewed_at_ms", "started_at_ms", "closed_at_ms"),
+    )
+    in_range = " AND ".join(
+        f"s.{name} BETWEEN 0 AND {MAX_SAFE_INTEGER}" for name in (expires, renewed, started)
+    )
+    return (
+        f"EXISTS (SELECT 1 FROM {sessions} s WHERE s.{s_engine} = {engine} "
+        f"AND s.{s_epoch} = {epoch} AND s.{closed} IS NULL AND {in_range})"
+    )
 
 
 @dataclass(frozen=True)

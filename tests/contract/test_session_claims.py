@@ -1,0 +1,261 @@
+"""Claims under engine sessions (the engine-lease mode), on both stores: a claim names its
+engine's session and lives while the session does; renewing the session renews them all in
+one statement; a session's expiry makes every claim of it takeover-eligible at once and no
+earlier (docs/design.md §12)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from claims.protocol import (
+    ClaimMetrics,
+    ClaimRegistry,
+    ClaimTiming,
+    EngineDeposedError,
+    Holder,
+    run_renew_pass,
+)
+from claims.protocol.session_lease import EngineSessionLease
+from claims.protocol.sessions import SessionRow
+from claims.protocol.states import derive_claim_state
+from claims.protocol.testing import FakeClock
+
+from .stores import GRACE_MS, START_MS, TTL_MS, Arrangement, CountingStore, InterposedStore
+
+T0 = START_MS
+EXPIRY = T0 + TTL_MS
+TAKEABLE = EXPIRY + GRACE_MS + 1
+WORKFLOWS = ["wf-1", "wf-2", "wf-3"]
+
+Engine = Callable[..., ClaimRegistry]
+
+
+@pytest.fixture
+def engine(store: Any, clock: FakeClock, timing: ClaimTiming) -> Engine:
+    """One engine in the engine-lease mode: a registry holding claims under its session."""
+
+    def make(engine_id: str, *, on: Any = None, **kwargs: Any) -> ClaimRegistry:
+        backing = store if on is None else on
+        session = EngineSessionLease(backing, engine_id=engine_id, clock=clock, timing=timing)
+        kwargs.setdefault("metrics", ClaimMetrics())
+        return ClaimRegistry(
+            backing, engine_id=engine_id, clock=clock, timing=timing, session=session, **kwargs
+        )
+
+    return make
+
+
+def holding(engine: Engine, engine_id: str, workflow_ids: list[str]) -> ClaimRegistry:
+    registry = engine(engine_id)
+    for workflow_id in workflow_ids:
+        assert registry.acquire(workflow_id).status == "acquired"
+    return registry
+
+
+def test_a_claim_names_its_session_and_shows_the_sessions_expiry(
+    store: Any, engine: Engine, timing: ClaimTiming
+) -> None:
+    holding(engine, "engine-a", ["wf-1"])
+
+    row = store.read_claim("wf-1")
+
+    assert row.holder == Holder("engine-a", 1, None, T0, 1)
+    assert row.session == SessionRow("engine-a", 1, EXPIRY, T0, T0)
+    assert row.expires_at_ms() == EXPIRY
+    assert derive_claim_state(row, T0, timing) == "live"
+
+
+def test_the_renew_pass_is_one_statement_whatever_is_held(
+    store: Any, engine: Engine, clock: FakeClock
+) -> None:
+    counting = CountingStore(store)
+    registry = engine("engine-a", on=counting)
+    registry.acquire_many([f"wf-{index}" for index in range(50)])
+    before = store.read_claims([f"wf-{index}" for index in range(50)])
+    counting.calls.clear()
+    clock.advance(5_000)
+
+    result = run_renew_pass(registry, registry.metrics)
+
+    assert counting.calls == ["cas_renew_session"]
+    assert (result.renewed_count, result.failed_count) == (50, 0)
+    after = store.read_claims(list(before))
+    assert {wf: row.holder for wf, row in after.items()} == {
+        wf: row.holder for wf, row in before.items()
+    }
+    assert {row.expires_at_ms() for row in after.values()} == {EXPIRY + 5_000}
+    assert registry.metrics.snapshot()["active_claims"] == 50
+
+
+def test_session_expiry_makes_every_claim_takeover_eligible_at_once_and_no_earlier(
+    store: Any, engine: Engine, clock: FakeClock, arrange: Arrangement
+) -> None:
+    holding(engine, "engine-a", WORKFLOWS)
+    rival = engine("engine-b")
+    clock.set(EXPIRY + GRACE_MS)
+
+    early = rival.takeover_many(WORKFLOWS)
+
+    assert {result.status for result in early.values()} == {"not-expired"}
+    assert store.read_session("engine-a").closed_at_ms is None
+    clock.set(TAKEABLE)
+
+    taken = rival.takeover_many(WORKFLOWS)
+
+    assert {result.status for result in taken.values()} == {"acquired"}
+    assert {wf: store.read_claim(wf).holder for wf in WORKFLOWS} == {
+        wf: Holder("engine-b", 2, None, TAKEABLE, 1) for wf in WORKFLOWS
+    }
+    closed = store.read_session("engine-a")
+    assert (closed.closed_at_ms, closed.closed_by) == (TAKEABLE, "engine-b")
+    assert arrange.events("wf-2")[-1] == ("takeover", 1, 2, "engine-b")
+    assert rival.metrics.session_counts()["closed-expired"] == 1
+
+
+def test_a_renewed_session_keeps_every_claim(store: Any, engine: Engine, clock: FakeClock) -> None:
+    owner = holding(engine, "engine-a", WORKFLOWS)
+    rival = engine("engine-b")
+    clock.set(EXPIRY + GRACE_MS)
+    run_renew_pass(owner)
+    clock.set(TAKEABLE + 1_000)
+
+    results = rival.takeover_many(WORKFLOWS)
+
+    assert {result.status for result in results.values()} == {"not-expired"}
+    assert set(owner.held_workflow_ids()) == set(WORKFLOWS)
+    assert all(owner.within_deadline(wf) for wf in WORKFLOWS)
+
+
+def test_a_session_renewed_after_its_claims_were_taken_over_is_told_so(
+    store: Any, engine: Engine, clock: FakeClock
+) -> None:
+    lost: list[str] = []
+    paused = holding(engine, "engine-a", [])
+    paused._on_claim_lost = lost.append
+    for workflow_id in WORKFLOWS:
+        paused.acquire(workflow_id)
+    clock.set(TAKEABLE)
+    engine("engine-b").takeover_many(WORKFLOWS)
+
+    result = run_renew_pass(paused, paused.metrics)
+
+    assert (result.renewed_count, result.failed_count) == (0, 3)
+    assert paused.held_workflow_ids() == []
+    assert sorted(lost) == WORKFLOWS
+    snapshot = paused.metrics.snapshot()
+    assert (snapshot["attempts"]["deposed"], snapshot["renewal_failures"]) == (3, 3)
+    assert snapshot["active_claims"] == 0
+    with pytest.raises(EngineDeposedError):
+        paused.fenced_write("wf-1", lambda: None)
+    assert paused.session is not None
+    assert paused.session.epoch == 2  # the next session is open for new grants
+
+
+@pytest.mark.parametrize(
+    "session",
+    [
+        None,
+        SessionRow("engine-a", 1, -1, T0, T0),
+        SessionRow("engine-a", 1, 2**53, T0, T0),
+        SessionRow("engine-a", 2, EXPIRY, T0, T0),
+    ],
+    ids=["missing", "negative-expiry", "expiry-past-2^53", "another-epoch"],
+)
+def test_a_claim_whose_session_is_missing_garbled_or_gone_is_invalid_and_stealable(
+    store: Any,
+    arrange: Arrangement,
+    engine: Engine,
+    timing: ClaimTiming,
+    session: SessionRow | None,
+) -> None:
+    arrange.put_row("wf-1", epoch=1, holder=Holder("engine-a", 1, None, T0, 1))
+    if session is not None:
+        arrange.put_session(session)
+
+    assert derive_claim_state(store.read_claim("wf-1"), T0, timing) == "invalid"
+    assert engine("engine-b").takeover("wf-1").status == "acquired"
+    assert store.read_claim("wf-1").holder == Holder("engine-b", 2, None, T0, 1)
+
+
+def test_a_renewal_that_lands_between_the_takeovers_read_and_its_close_keeps_the_claims(
+    store: Any, engine: Engine, clock: FakeClock
+) -> None:
+    owner = holding(engine, "engine-a", WORKFLOWS)
+    clock.set(TAKEABLE)
+    rival = engine("engine-b", on=InterposedStore(store, "cas_close_session", owner.renew_session))
+
+    results = rival.takeover_many(WORKFLOWS)
+
+    assert {result.status for result in results.values()} == {"not-expired"}
+    assert store.read_session("engine-a").closed_at_ms is None
+    assert {store.read_claim(wf).holder.engine_id for wf in WORKFLOWS} == {"engine-a"}
+    assert run_renew_pass(owner).renewed_count == 3
+
+
+def test_a_grant_is_refused_while_the_session_it_would_replace_is_open(
+    store: Any, engine: Engine, clock: FakeClock
+) -> None:
+    """The store's own condition, beneath the registry's judgement: a takeover of a session
+    holder's claim applies only once that session is closed."""
+    holding(engine, "engine-a", ["wf-1"])
+    clock.set(TAKEABLE)
+    held = store.read_claim("wf-1").holder
+
+    granted = store.cas_grant(
+        "wf-1",
+        expected_epoch=1,
+        expected_holder=held,
+        holder=Holder("engine-b", 2, None, TAKEABLE, 1),
+        event=None,
+    )
+
+    assert not granted
+    assert store.read_claim("wf-1").holder == held
+
+
+def test_closing_the_session_at_shutdown_gives_every_claim_up_in_one_statement(
+    store: Any, engine: Engine, clock: FakeClock, timing: ClaimTiming
+) -> None:
+    counting = CountingStore(store)
+    owner = engine("engine-a", on=counting)
+    owner.acquire_many(WORKFLOWS)
+    counting.calls.clear()
+
+    owner.release_all()
+
+    assert counting.calls == ["cas_close_session"]
+    assert owner.held_workflow_ids() == []
+    assert {derive_claim_state(store.read_claim(wf), T0, timing) for wf in WORKFLOWS} == {"expired"}
+    results = engine("engine-b").takeover_many(WORKFLOWS)
+    assert {result.status for result in results.values()} == {"acquired"}
+
+
+def test_the_local_deadline_of_every_claim_follows_the_session(
+    engine: Engine, clock: FakeClock
+) -> None:
+    owner = holding(engine, "engine-a", WORKFLOWS)
+    clock.advance(TTL_MS - 1)
+    run_renew_pass(owner)
+    clock.advance(TTL_MS - 1)
+
+    assert all(owner.within_deadline(wf) for wf in WORKFLOWS)
+    clock.advance(1)
+    assert not any(owner.within_deadline(wf) for wf in WORKFLOWS)
+
+
+def test_stale_holder_discovery_lists_the_claims_of_expired_closed_and_invalid_sessions(
+    store: Any, arrange: Arrangement, engine: Engine, clock: FakeClock, timing: ClaimTiming
+) -> None:
+    holding(engine, "engine-live", ["wf-live"])
+    arrange.put_session(SessionRow("engine-old", 1, T0 - TTL_MS - GRACE_MS - 1, T0, T0))
+    arrange.put_row("wf-expired", epoch=1, holder=Holder("engine-old", 1, None, T0, 1))
+    arrange.put_session(SessionRow("engine-shut", 1, EXPIRY, T0, T0, T0, "engine-shut"))
+    arrange.put_row("wf-closed", epoch=1, holder=Holder("engine-shut", 1, None, T0, 1))
+    arrange.put_row("wf-invalid", epoch=1, holder=Holder("engine-gone", 1, None, T0, 1))
+
+    stale = store.list_stale_holders(expired_before_ms=T0 - timing.grace_ms)
+
+    assert stale == ["wf-closed", "wf-expired", "wf-invalid"]
