@@ -9,6 +9,7 @@ each takes what a read shows of a statement in doubt.
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -16,12 +17,15 @@ from contextlib import contextmanager
 from .decisions import new_holder
 from .doubts import Doubt, Doubts, Verdict
 from .flight import Flight
+from .log_events import log_event
 from .metrics import ClaimMetrics
 from .offset_clock import Clock
 from .records import ClaimEventRecord, ClaimResult, ClaimRow, EventKind, GrantPlan, Holder
 from .session_lease import EngineSessionLease
 from .store import ClaimStore
 from .timing import ClaimTiming
+
+logger = logging.getLogger("weftboard.claims")
 
 
 class HeldClaims:
@@ -52,6 +56,7 @@ class HeldClaims:
         if session is not None and session.engine_id != engine_id:
             raise ValueError("the session must belong to the registry's engine")
         self.session = session
+        self._moves_read_at_ms: int | None = None  # forget_moved_claims' last look
         self._lock = threading.Lock()
         self._held: dict[str, Holder] = {}  # insertion order is grant order
         self._cooldown_from_ms: dict[str, int] = {}
@@ -209,3 +214,24 @@ class HeldClaims:
         ):
             self._doubts.clear(workflow_id)  # settled for good: nothing of it can land later
         return verdict
+
+    def _report_lost(self, workflow_id: str, held: Holder, at_ms: int) -> None:
+        if self.metrics is not None:
+            self.metrics.record_attempt("deposed")
+        log_event(
+            logger,
+            logging.WARNING,
+            "claim-lost",
+            workflow=workflow_id,
+            epoch=held.epoch,
+            engine=self.engine_id,
+        )
+        try:
+            self.store.record_event(self._event(workflow_id, "deposed", held.epoch, None, at_ms))
+        except Exception:
+            logger.exception("could not record the deposition of workflow %s", workflow_id)
+        if self._on_claim_lost is not None:
+            try:
+                self._on_claim_lost(workflow_id)
+            except Exception:
+                logger.exception("on_claim_lost failed for workflow %s", workflow_id)

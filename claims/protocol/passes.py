@@ -80,6 +80,11 @@ def run_reclaim_pass(target: ReclaimTarget, *, executor: Mapper | None = None) -
     such as database connections.
     """
     try:
+        # Under a session the renew pass no longer shows which claims others moved.
+        target.registry.forget_moved_claims()
+    except Exception:
+        logger.exception("could not read the claims moved since the last pass")
+    try:
         candidates = target.list_candidates()
     except Exception:
         logger.exception("reclaim candidate discovery failed")

@@ -103,6 +103,13 @@ EventKind = Literal[
 ]
 
 
+# The logged transitions that move a claim to a new epoch: whoever held it before has lost
+# it (docs/design.md §12: how an engine under a session learns of them).
+MOVE_KINDS: frozenset[EventKind] = frozenset(
+    {"takeover", "rotated", "forced_release", "forced_takeover"}
+)
+
+
 @dataclass(frozen=True, slots=True)
 class ClaimEventRecord:
     """A transition of one claim, written by the store in the same transaction as the CAS."""

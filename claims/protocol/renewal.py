@@ -14,7 +14,6 @@ from dataclasses import replace
 
 from .doubts import Doubt
 from .flight import Flight
-from .log_events import log_event
 from .records import ClaimResult, Holder
 from .session_claims import SessionHeldClaims
 
@@ -267,24 +266,3 @@ class ClaimRenewals(SessionHeldClaims):
         if still_ours:
             self._report_lost(workflow_id, held, lost_at)
         return ClaimResult("lost", workflow_id, epoch=held.epoch)
-
-    def _report_lost(self, workflow_id: str, held: Holder, at_ms: int) -> None:
-        if self.metrics is not None:
-            self.metrics.record_attempt("deposed")
-        log_event(
-            logger,
-            logging.WARNING,
-            "claim-lost",
-            workflow=workflow_id,
-            epoch=held.epoch,
-            engine=self.engine_id,
-        )
-        try:
-            self.store.record_event(self._event(workflow_id, "deposed", held.epoch, None, at_ms))
-        except Exception:
-            logger.exception("could not record the deposition of workflow %s", workflow_id)
-        if self._on_claim_lost is not None:
-            try:
-                self._on_claim_lost(workflow_id)
-            except Exception:
-                logger.exception("on_claim_lost failed for workflow %s", workflow_id)

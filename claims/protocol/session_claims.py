@@ -183,6 +183,32 @@ class SessionHeldClaims(HeldClaims):
             for workflow_id, row in rows.items()
         }
 
+    def forget_moved_claims(self) -> int:
+        """Under a session: drop the cached claims another writer moved to a newer epoch
+        (a takeover, cancel, forced release or takeover), as a failed per-claim renewal
+        would have shown. Reads the claim events since the last look, overlapping it by
+        one TTL, since an event's time is taken before its statement commits: a read as
+        long as the fleet's moves, not the claims held. Returns how many were dropped."""
+        if self.session is None:
+            return 0
+        now = self.clock()
+        since = now if self._moves_read_at_ms is None else self._moves_read_at_ms
+        moves = self.store.read_claim_moves(since_ms=since - self.timing.ttl_ms)
+        self._moves_read_at_ms = now
+        lost: list[tuple[str, Holder]] = []
+        with self._lock:
+            for workflow_id, epoch_after in moves:
+                held = self._held.get(workflow_id)
+                if held is None or workflow_id in self._releasing:
+                    continue
+                if held.epoch is not None and held.epoch < epoch_after:
+                    self._forget(workflow_id)
+                    self._cooldown_from_ms[workflow_id] = now
+                    lost.append((workflow_id, held))
+        for workflow_id, held in lost:
+            self._report_lost(workflow_id, held, now)
+        return len(lost)
+
     def _close_own_session(self) -> None:
         """At shutdown: close the session, which makes every claim of it takeover-eligible
         at once, and forget them all."""

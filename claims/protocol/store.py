@@ -109,6 +109,11 @@ class ClaimStore(SessionStore, Protocol):
         that are about to end."""
         ...
 
+    def read_claim_moves(self, *, since_ms: int) -> list[tuple[str, int]]:
+        """(workflow id, epoch after) of every logged transition since ``since_ms`` that
+        moved a claim to a new epoch: takeovers, rotations, forced releases and takeovers."""
+        ...
+
     def read_claims(self, workflow_ids: Sequence[str]) -> dict[str, ClaimRow]:
         """The rows of many ids at once; ids without a row are absent."""
         ...

@@ -9,6 +9,7 @@ from typing import TypeVar
 
 from .errors import EngineDeposedError
 from .fake_clock import FakeClock
+from .memory_events import MemoryEventLog
 from .memory_sessions import MemorySessionRows
 from .records import ClaimEventRecord, ClaimRow, GrantPlan, Holder, ScanPage, WorkflowInfo
 from .sessions import SessionRow
@@ -24,7 +25,7 @@ class _Row:
     holder: Holder | None
 
 
-class MemoryClaimStore(MemorySessionRows):
+class MemoryClaimStore(MemorySessionRows, MemoryEventLog):
     """The same contract as the ORM store, with one lock standing in for transactions."""
 
     def __init__(self) -> None:
@@ -51,11 +52,6 @@ class MemoryClaimStore(MemorySessionRows):
     def rows(self) -> dict[str, ClaimRow]:
         with self._lock:
             return {wf: row for wf in self._rows if (row := self.read_claim(wf)) is not None}
-
-    @property
-    def events(self) -> list[ClaimEventRecord]:
-        with self._lock:
-            return list(self._events)
 
     # -- compare-and-swap ------------------------------------------------------
 
@@ -122,9 +118,6 @@ class MemoryClaimStore(MemorySessionRows):
             row.holder = None
             self._append(event)
             return True
-
-    def record_event(self, event: ClaimEventRecord) -> None:
-        self._append(event)
 
     def fenced_write(self, workflow_id: str, epoch: int, fn: Callable[[], T]) -> T:
         with self._lock:
@@ -283,8 +276,3 @@ class MemoryClaimStore(MemorySessionRows):
                 self._indexed[workflow_id] = status
             else:
                 self._indexed.pop(workflow_id, None)
-
-    def _append(self, event: ClaimEventRecord | None) -> None:
-        if event is not None:
-            with self._lock:
-                self._events.append(event)

@@ -21,13 +21,15 @@ def rotate_claim(
     expected_epoch: int | None = None,
     new_holder_engine_id: str | None = None,
     ttl_ms: int = 0,
+    new_holder_session_epoch: int | None = None,
     actor: str | None = None,
     reason: str = "",
 ) -> int:
     """Move the claim to the next epoch (1 if it has no row) and return it.
 
     With ``new_holder_engine_id`` the new epoch is granted to that engine for
-    ``ttl_ms``; otherwise the holder is cleared. Any current holder is deposed:
+    ``ttl_ms``, or, with ``new_holder_session_epoch``, for as long as that session of
+    the engine lives; otherwise the holder is cleared. Any current holder is deposed:
     its cached epoch no longer matches, so its next renew or fenced write fails.
     """
     now = clock()
@@ -36,11 +38,11 @@ def rotate_claim(
     if expected_epoch is not None and expected_epoch != current:
         raise StaleEpochError(workflow_id, expected_epoch, current)
     new_epoch = 1 if current is None else current + 1
-    holder = (
-        None
-        if new_holder_engine_id is None
-        else Holder(new_holder_engine_id, new_epoch, now + ttl_ms, now)
-    )
+    holder = None
+    if new_holder_engine_id is not None:
+        session = new_holder_session_epoch
+        expires = None if session is not None else now + ttl_ms
+        holder = Holder(new_holder_engine_id, new_epoch, expires, now, session)
     event = ClaimEventRecord(
         workflow_id,
         kind,

@@ -28,6 +28,7 @@ from claims.protocol.ids import check_workflow_id
 from claims.store import OrmClaimStore
 
 from .rules import operator_reason, refuse_if_read_only
+from .sessions import open_session_epoch
 
 logger = logging.getLogger("weftboard.claims")
 
@@ -259,6 +260,7 @@ def _grant_takeover(
             expected_epoch=expected_epoch,
             new_holder_engine_id=target_engine_id,
             ttl_ms=claim_timing().ttl_ms,
+            new_holder_session_epoch=open_session_epoch(_store, target_engine_id),
             actor=actor,
             reason=reason,
         )

@@ -36,6 +36,7 @@ from claims.protocol.text import check_json_text
 from claims.store import OrmClaimStore
 
 from .rules import operator_reason, refuse_if_read_only, registered_workflow_type
+from .sessions import open_session_epoch
 
 _store = OrmClaimStore()
 
@@ -101,7 +102,8 @@ def _claim_for_start(workflow_id: str, engine_id: str, now: int) -> None:
     ttl = claim_timing().ttl_ms
     row = _store.read_claim(workflow_id)
     epoch = 1 if row is None else row.epoch + 1
-    holder = Holder(engine_id, epoch, now + ttl, now)
+    session = open_session_epoch(_store, engine_id)
+    holder = Holder(engine_id, epoch, None if session is not None else now + ttl, now, session)
     event = ClaimEventRecord(
         workflow_id, "acquired", None if row is None else row.epoch, epoch, engine_id, now
     )

@@ -12,7 +12,7 @@ from django.db.models import F, Q
 
 from claims.models import ClaimEvent, WorkflowClaim
 from claims.protocol.constants import MAX_SAFE_INTEGER
-from claims.protocol.records import ClaimRow, GrantPlan, Holder
+from claims.protocol.records import MOVE_KINDS, ClaimRow, GrantPlan, Holder
 from claims.protocol.sessions import SessionRow
 
 from .rows import HOLDER_COLUMNS, claim_row_from_values, event_row
@@ -207,6 +207,13 @@ class ClaimSetQueries(SessionQueries):
                     return pairs
                 after = (found[0], found[1])
                 pairs.append(after)
+
+    def read_claim_moves(self, *, since_ms: int) -> list[tuple[str, int]]:
+        """Along the events' time index: a read as long as the fleet's moves since then."""
+        moves = ClaimEvent.objects.filter(
+            at_ms__gte=since_ms, kind__in=sorted(MOVE_KINDS), epoch_after__isnull=False
+        ).values_list("workflow_id", "epoch_after")
+        return [(workflow_id, epoch) for workflow_id, epoch in moves if epoch is not None]
 
     def list_held_by(self, *, engine_id: str) -> list[str]:
         return list(

@@ -16,6 +16,9 @@ from claims.protocol import (
     ClaimTiming,
     EngineDeposedError,
     Holder,
+    ReclaimTarget,
+    rotate_claim,
+    run_reclaim_pass,
     run_renew_pass,
 )
 from claims.protocol.session_lease import EngineSessionLease
@@ -265,3 +268,62 @@ def test_stale_holder_discovery_lists_the_claims_of_expired_closed_and_invalid_s
     stale = store.list_stale_holders(expired_before_ms=T0 - timing.grace_ms)
 
     assert stale == ["wf-closed", "wf-expired", "wf-invalid"]
+
+
+# -- claims moved by others while the session lives ---------------------------------------
+
+
+def test_an_engine_learns_of_claims_others_moved_from_the_claim_events(
+    store: Any, engine: Engine, clock: FakeClock
+) -> None:
+    """A forced release and a cancel move two claims while the session lives; the engine
+    drops exactly those, counts each as deposed, and keeps the third."""
+    lost: list[str] = []
+    owner = holding(engine, "engine-a", WORKFLOWS)
+    owner._on_claim_lost = lost.append
+    clock.advance(1_000)
+    rotate_claim(store, "wf-1", clock=clock, kind="forced_release", actor="op")
+    rotate_claim(store, "wf-3", clock=clock, kind="rotated")
+
+    dropped = owner.forget_moved_claims()
+
+    assert dropped == 2
+    assert owner.held_workflow_ids() == ["wf-2"]
+    assert sorted(lost) == ["wf-1", "wf-3"]
+    assert counted(owner).snapshot()["attempts"]["deposed"] == 2
+    assert owner.forget_moved_claims() == 0  # read again: nothing new is lost twice
+
+
+def test_an_engines_own_grants_are_not_moves_that_lose_it_claims(
+    store: Any, engine: Engine, clock: FakeClock
+) -> None:
+    holding(engine, "engine-a", WORKFLOWS)
+    clock.set(TAKEABLE)
+    rival = engine("engine-b")
+    rival.takeover_many(WORKFLOWS)  # takeover events naming engine-b's own new epochs
+
+    assert rival.forget_moved_claims() == 0
+    assert sorted(rival.held_workflow_ids()) == WORKFLOWS
+
+
+def test_the_reclaim_pass_drops_moved_claims_before_it_looks_for_work(
+    store: Any, engine: Engine, clock: FakeClock
+) -> None:
+    owner = holding(engine, "engine-a", WORKFLOWS)
+    rotate_claim(store, "wf-2", clock=clock, kind="forced_release", actor="op")
+
+    run_reclaim_pass(ReclaimTarget(owner, store))
+
+    assert sorted(owner.held_workflow_ids()) == ["wf-1", "wf-3"]
+
+
+def test_outside_the_engine_lease_mode_nothing_is_read_for_moves(
+    store: Any, registry: Callable[..., ClaimRegistry]
+) -> None:
+    counting = CountingStore(store)
+    per_claim = registry("engine-a", on=counting)
+    per_claim.acquire("wf-1")
+    counting.calls.clear()
+
+    assert per_claim.forget_moved_claims() == 0
+    assert counting.calls == []
