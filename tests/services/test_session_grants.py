@@ -16,6 +16,12 @@ from claims.store import OrmClaimStore
 from .conftest import EPOCH
 
 
+def holder_of(workflow_id: str) -> Holder | None:
+    row = OrmClaimStore().read_claim(workflow_id)
+    assert row is not None
+    return row.holder
+
+
 def session_engine(engine_id: str) -> ClaimRegistry:
     """A registry for ``engine_id`` under a session it has just opened."""
     store, clock, timing = OrmClaimStore(), fleet_clock(), ClaimTiming()
@@ -33,7 +39,7 @@ def test_a_forced_takeover_to_an_engine_under_a_session_names_that_session(
         "wf-1", expected_epoch=EPOCH, target_engine_id="e-2", actor="operator", reason="move"
     )
 
-    holder = OrmClaimStore().read_claim("wf-1").holder
+    holder = holder_of("wf-1")
     assert holder is not None
     assert (holder.engine_id, holder.epoch, holder.expires_at_ms, holder.session_epoch) == (
         "e-2",
@@ -52,7 +58,7 @@ def test_a_forced_takeover_to_an_engine_without_a_session_keeps_its_own_expiry(
         "wf-1", expected_epoch=EPOCH, target_engine_id="e-2", actor="operator", reason="move"
     )
 
-    holder = OrmClaimStore().read_claim("wf-1").holder
+    holder = holder_of("wf-1")
     assert holder is not None
     assert holder.session_epoch is None
     assert holder.expires_at_ms is not None
@@ -74,5 +80,5 @@ def test_a_start_with_an_engine_under_a_session_names_that_session() -> None:
 
     workflow_start(workflow_type="order", workflow_id="wf-new", engine_id="e-2")
 
-    holder = OrmClaimStore().read_claim("wf-new").holder
+    holder = holder_of("wf-new")
     assert holder == Holder("e-2", 1, None, holder.claimed_at_ms if holder else None, 1)
