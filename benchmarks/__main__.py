@@ -14,7 +14,8 @@ Parts (``--only``, comma-separated; all by default):
   failover  10,000 claims of a killed engine taken over by another (TTL 3 s, real clock)
   micro     single-claim calls against the raw statements
   pages     the claims page, every live fragment and /metrics: 100,000 claims, 50 engines
-  sessions  the renew pass of both ownership modes at 1,000, 10,000 and 100,000 claims
+  sessions  the renew pass of both ownership modes at 1,000, 10,000 and 100,000 claims,
+            and failover of an engine-lease engine's 20,000 claims
 
 Options:
   --large    renew also 100,000 claims; reclaim at scale over 100,000 and 1,000,000
@@ -48,6 +49,8 @@ from .setup import ROOT, configure_django, database_version, throwaway_database
 
 POSTGRES_URL = "postgres://postgres@127.0.0.1:5432/test"
 PARTS = ("renew", "reclaim", "failover", "micro", "pages", "sessions")
+# The engine-lease mode's failover: one engine's whole session of claims.
+SESSION_FAILOVER_WORKFLOWS = 20_000
 DOCS_CHARTS = ROOT / "docs" / "benchmarks"
 
 
@@ -173,6 +176,10 @@ def run_parts(args: argparse.Namespace, binding: bool) -> tuple[dict[str, Any], 
         show(section, found)
     if "sessions" in args.parts:
         payload["sessions"], section, found = session_renew.run(binding=binding)
+        show(section, found)
+        payload["failover_sessions"], section, found = failover.run(
+            binding=binding, mode="engine-lease", workflows=SESSION_FAILOVER_WORKFLOWS
+        )
         show(section, found)
     if "pages" in args.parts:
         payload["pages"], section, found = pages.run(binding=binding)

@@ -32,6 +32,7 @@ from claims.protocol import (
     run_reclaim_pass,
     run_renew_pass,
 )
+from claims.protocol.session_lease import EngineSessionLease
 from claims.runtime.types import is_type_registered
 from claims.store import OrmClaimStore
 
@@ -122,8 +123,18 @@ def _poll(run: Run, ids: set[str], clock: Any) -> None:
         connection.close()
 
 
+def _engine(
+    engine_id: str, store: OrmClaimStore, clock: Any, timing: ClaimTiming, mode: str
+) -> ClaimRegistry:
+    """One engine's registry; under a session of its own in the engine-lease mode."""
+    session = None
+    if mode == "engine-lease":
+        session = EngineSessionLease(store, engine_id=engine_id, clock=clock, timing=timing)
+    return ClaimRegistry(store, engine_id=engine_id, clock=clock, timing=timing, session=session)
+
+
 def failover(
-    workflows: int = WORKFLOWS, timing: ClaimTiming = TIMING
+    workflows: int = WORKFLOWS, timing: ClaimTiming = TIMING, mode: str = "workflow-lease"
 ) -> tuple[Run, dict[str, Any]]:
     """Kill engine A after it renewed its claims; return when B holds them all (or gave up)."""
     import claims.runtime.demo_workflows  # noqa: F401  (registers the types the fleet runs)
@@ -139,7 +150,7 @@ def failover(
     )
     setup: dict[str, Any] = {"seed_s": seed(layout)["seed_s"]}
     ids = layout.ids("ownerless")
-    a = ClaimRegistry(OrmClaimStore(), engine_id=ENGINE_A, clock=clock, timing=timing)
+    a = _engine(ENGINE_A, OrmClaimStore(), clock, timing, mode)
     started = time.perf_counter()
     granted = a.acquire_many(ids)
     setup["acquire_s"] = round(time.perf_counter() - started, 2)
@@ -148,7 +159,7 @@ def failover(
         raise RuntimeError(f"engine A acquired {setup['acquired']} of {workflows}")
 
     b_store = OrmClaimStore()
-    b = ClaimRegistry(b_store, engine_id=ENGINE_B, clock=clock, timing=timing)
+    b = _engine(ENGINE_B, b_store, clock, timing, mode)
     driven: list[str] = []
     # The engine hands each reclaimed workflow to its drive pool; the drive is not the pass.
     target = ReclaimTarget(
@@ -177,6 +188,8 @@ def failover(
             for held in map(a.held_claim, a.held_workflow_ids())
             if held is not None and held.expires_at_ms is not None
         ]
+        if a.session is not None and a.session.renewed_at_ms is not None:
+            sent = [a.session.renewed_at_ms]  # one statement renewed them all
         run.last_renewal_ms = min(sent, default=run.t0_ms)
         died.set()
         return False
@@ -224,12 +237,14 @@ def _percentile(values: list[int], q: float) -> float:
     return float(ordered[min(len(ordered) - 1, int(q * len(ordered)))])
 
 
-def run(*, binding: bool) -> tuple[dict[str, Any], Section, list[Target]]:
-    run, setup = failover()
+def run(
+    *, binding: bool, mode: str = "workflow-lease", workflows: int = WORKFLOWS
+) -> tuple[dict[str, Any], Section, list[Target]]:
+    run, setup = failover(workflows, TIMING, mode)
     ttl, interval = TIMING.ttl_ms, TIMING.renew_interval_ms
     eligible_ms = ttl + 2 * interval - (run.t0_ms - run.last_renewal_ms)
     times = list(run.reheld_at_ms.values())
-    all_held = len(times) == WORKFLOWS
+    all_held = len(times) == workflows
     last = max(times) if times else float("nan")
     taking = [p for p in run.passes if p["reclaimed"]]
     pass_ms = max((p["end_ms"] - p["start_ms"] for p in taking), default=0)
@@ -237,14 +252,15 @@ def run(*, binding: bool) -> tuple[dict[str, Any], Section, list[Target]]:
     earliest = min(times) if times else float("nan")
 
     section = Section(
-        f"FAILOVER  {WORKFLOWS:,} workflows held by engine A, killed right after a renewal; "
+        f"FAILOVER ({mode})  {workflows:,} workflows held by engine A, killed right after a "
+        "renewal; "
         f"engine B reclaims on every tick (TTL {ttl / 1000:g} s, renew interval "
         f"{interval / 1000:g} s, real clock, in-process)",
         ("", "ms since death", "bound ms", "vs bound"),
     )
     section.rows.append(
         (
-            "all re-held by B" if all_held else f"re-held {len(times):,} of {WORKFLOWS:,}",
+            "all re-held by B" if all_held else f"re-held {len(times):,} of {workflows:,}",
             fmt(last),
             fmt(bound_ms),
             f"{last / bound_ms:.2f}",
@@ -276,18 +292,19 @@ def run(*, binding: bool) -> tuple[dict[str, Any], Section, list[Target]]:
     safe = not times or earliest >= eligible_ms
     if not safe:
         section.notes.append("UNSAFE: a workflow was taken over before its claim was stale")
+    key = "failover" if mode == "workflow-lease" else f"failover_{mode}"
     targets = [
         Target(
-            "failover.all_reheld",
-            f"failover: {WORKFLOWS:,} re-held after death",
+            f"{key}.all_reheld",
+            f"failover ({mode}): {workflows:,} re-held after death",
             last if all_held else GIVE_UP_S * 1_000,
             bound_ms,
             "ms",
             binding,
         ),
         Target(
-            "failover.vs_bound",
-            "failover: time to re-held vs bound",
+            f"{key}.vs_bound",
+            f"failover ({mode}): time to re-held vs bound",
             (last if all_held else GIVE_UP_S * 1_000) / bound_ms,
             1.0,
             "x",
@@ -295,7 +312,8 @@ def run(*, binding: bool) -> tuple[dict[str, Any], Section, list[Target]]:
         ),
     ]
     payload = {
-        "workflows": WORKFLOWS,
+        "mode": mode,
+        "workflows": workflows,
         "ttl_ms": ttl,
         "renew_interval_ms": interval,
         "bound_ms": bound_ms,

@@ -80,11 +80,12 @@ def test_reclaim_at_scale_drains_every_stranded_workflow_in_one_pass(
     assert not Workflow.objects.exists()
 
 
+@pytest.mark.parametrize("mode", ["workflow-lease", "engine-lease"])
 @pytest.mark.django_db(transaction=True)
-def test_failover_hands_every_claim_to_the_live_engine_and_none_early() -> None:
+def test_failover_hands_every_claim_to_the_live_engine_and_none_early(mode: str) -> None:
     timing = ClaimTiming(ttl_ms=1_200, renew_interval_ms=400)
 
-    run, setup = failover.failover(workflows=200, timing=timing)
+    run, setup = failover.failover(workflows=200, timing=timing, mode=mode)
 
     assert setup["acquired"] == 200
     assert len(run.reheld_at_ms) == 200
