@@ -7,6 +7,8 @@ from dataclasses import dataclass
 
 from claims.models import Engine, EngineEvent, WorkflowClaim
 
+from .engine_names import engine_condition
+
 RECENT_ENGINE_EVENTS = 20
 
 
@@ -54,8 +56,10 @@ def engine_drain_requested(engine_id: str) -> bool:
 def engine_events(
     engine_id: str | None = None, *, limit: int = RECENT_ENGINE_EVENTS
 ) -> list[EngineEvent]:
-    """Operator actions on engines (drain, undrain), newest first; one query."""
+    """Operator actions on engines (drain, undrain), newest first; one query. ``engine_id``
+    may also be a worker name, as the audit page's engine filter takes (every engine id
+    that ran under that name)."""
     rows = EngineEvent.objects.order_by("-id")
     if engine_id:
-        rows = rows.filter(engine_id=engine_id)
+        rows = rows.filter(engine_condition("engine_id", engine_id))
     return list(rows[:limit])

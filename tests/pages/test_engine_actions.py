@@ -183,3 +183,19 @@ def test_the_new_selectors_cost_one_query_each(django_assert_max_num_queries):
 def test_held_claims_are_bounded_by_the_batch(django_assert_max_num_queries):
     held = engine_held_claims("e-silent", limit=2)
     assert ([c.workflow_id for c in held.items], held.truncated) == (["wf-1", "wf-2"], True)
+
+
+def test_the_audit_filtered_by_worker_name_shows_that_workers_drains(drainer_client):
+    """The audit's engine filter takes an id or a worker name; the drains and undrains it
+    shows beside the claim events follow the same filter."""
+    Engine.objects.filter(engine_id="e-silent").update(name="engine7@host")
+    factories.make_engine("e-other", name="engine8@host")
+    drainer_client.post(DRAIN, {"reason": "rolling restart"})
+    EngineEvent.objects.create(
+        engine_id="e-other", kind="drain", actor="a", reason="not this one", at_ms=1
+    )
+
+    html = drainer_client.get("/audit/", {"engine": "engine7@host"}).content.decode()
+
+    assert "rolling restart" in html
+    assert "not this one" not in html
