@@ -25,6 +25,7 @@ from claims.protocol.errors import (
     StaleEpochError,
 )
 from claims.protocol.ids import check_workflow_id
+from claims.protocol.records import ClaimRow
 from claims.store import OrmClaimStore
 
 from .rules import operator_reason, refuse_if_read_only
@@ -67,15 +68,22 @@ def claim_force_release(
         # the epoch, so the compare-and-swap below still catches a claim taken meanwhile.)
         if row is not None and row.epoch == expected_epoch and row.holder is None:
             raise InvalidTransitionError(workflow_id, "ownerless", "force-release the claim of")
-        return rotate_claim(
-            _store,
-            workflow_id,
-            clock=clock or fleet_clock(),
-            kind="forced_release",
-            expected_epoch=expected_epoch,
-            actor=actor,
-            reason=reason,
-        )
+        return _rotate_released(workflow_id, expected_epoch, actor, reason, clock)
+
+
+def _rotate_released(
+    workflow_id: str, expected_epoch: int, actor: str | None, reason: str, clock: Clock | None
+) -> int:
+    """The forced release itself, once its input and the row as read were judged."""
+    return rotate_claim(
+        _store,
+        workflow_id,
+        clock=clock or fleet_clock(),
+        kind="forced_release",
+        expected_epoch=expected_epoch,
+        actor=actor,
+        reason=reason,
+    )
 
 
 # One confirmation releases at most this many claims: a bigger batch is refused (422).
@@ -110,8 +118,9 @@ def claims_force_release_for_engine(
     clock: Clock | None = None,
 ) -> list[BulkReleaseOutcome]:
     """Force release each (workflow id, epoch the operator saw) that ``engine_id`` still
-    holds at that epoch; each one is claim_force_release in its own transaction (and its
-    own audit event), so a claim that moved on never rolls back the others.
+    holds at that epoch; each one is a forced release in its own transaction (with its own
+    audit event), so a claim that moved on never rolls back the others. The rows are read
+    once for the whole batch; each release then compares and swaps on its own row.
 
     The whole batch is checked first (read-only, reason, ids, size, no duplicates): bad
     input raises InvalidInputError or InvalidWorkflowIdError and releases nothing.
@@ -125,8 +134,13 @@ def claims_force_release_for_engine(
         raise InvalidInputError(f"at most {BULK_RELEASE_MAX} claims in one release")
     if len({workflow_id for workflow_id, _ in checked}) != len(checked):
         raise InvalidInputError("each workflow id may appear only once")
+    # One read of every row the batch names; each release still compares and swaps on
+    # its own row, so whatever moved since this read is caught there.
+    rows = _store.read_claims([workflow_id for workflow_id, _ in checked])
     return [
-        _release_if_held_by(engine_id, workflow_id, epoch, actor, reason, clock)
+        _release_if_held_by(
+            engine_id, workflow_id, epoch, rows.get(workflow_id), actor, reason, clock
+        )
         for workflow_id, epoch in checked
     ]
 
@@ -135,12 +149,12 @@ def _release_if_held_by(
     engine_id: str,
     workflow_id: str,
     expected_epoch: int,
+    row: ClaimRow | None,
     actor: str | None,
     reason: str,
     clock: Clock | None,
 ) -> BulkReleaseOutcome:
     seen = BulkReleaseOutcome(workflow_id, expected_epoch, "not-held")
-    row = _store.read_claim(workflow_id)
     if row is None:
         return _outcome(seen, "not-held", None, "there is no claim row")
     # A holder only changes with the epoch, so the compare-and-swap below still catches
@@ -148,13 +162,11 @@ def _release_if_held_by(
     if row.epoch == expected_epoch and (row.holder is None or row.holder.engine_id != engine_id):
         return _outcome(seen, "not-held", row.epoch, f"not held by engine {engine_id}")
     try:
-        epoch = claim_force_release(
-            workflow_id, expected_epoch=expected_epoch, actor=actor, reason=reason, clock=clock
-        )
+        # The batch's input was checked as a whole and this row read with it: what is
+        # left is the compare-and-swap, which catches whatever moved since.
+        epoch = _rotate_released(workflow_id, expected_epoch, actor, reason, clock)
     except StaleEpochError as error:
         return _outcome(seen, "moved", error.current_epoch, str(error))
-    except InvalidTransitionError as error:
-        return _outcome(seen, "not-held", expected_epoch, str(error))
     return BulkReleaseOutcome(workflow_id, expected_epoch, "released", epoch_after=epoch)
 
 

@@ -170,3 +170,25 @@ def test_drain_of_an_engine_that_is_not_live_is_a_409(drainer_client):
     assert post(drainer_client, DRAIN, {"reason": "r"}).status_code == 409
     assert post(drainer_client, url("/engines/nope/drain"), {"reason": "r"}).status_code == 404
     assert EngineEvent.objects.count() == 0
+
+
+def test_bulk_release_reads_the_batchs_rows_once_before_releasing_each(operator_client):
+    """One read of every named row up front; each release then reads only the row it
+    compares and swaps on, so three claims cost three single-row reads, not six."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from claims.store.sql.claim_rows import claim_statements
+
+    single_row_read = claim_statements().read
+    with CaptureQueriesContext(connection) as queries:
+        response = post(operator_client, RELEASE, {"reason": "engine is silent", "claims": SEEN})
+
+    assert response.status_code == 200
+    reads = [q["sql"] for q in queries.captured_queries if _is_read(q["sql"], single_row_read)]
+    assert len(reads) == len(SEEN)
+
+
+def _is_read(sql: str, single_row_read: str) -> bool:
+    """Whether a logged statement is the single-row claim read (logged with its value)."""
+    return sql.startswith(single_row_read.split("%s")[0])
