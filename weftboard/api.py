@@ -34,6 +34,7 @@ from claims.backfill import (
 from claims.fleet_clock import fleet_now
 from claims.protocol.errors import (
     ClaimConfigError,
+    ConflictError,
     InvalidTransitionError,
     InvalidWorkflowIdError,
     StaleEpochError,
@@ -142,6 +143,7 @@ def _answer(status: int) -> Callable[[HttpRequest, Any], HttpResponse]:
 ERROR_STATUS: dict[type[Exception], int] = {
     PermissionDenied: 403,
     InvalidTransitionError: 409,
+    ConflictError: 409,
     WorkflowClaimUnavailableError: 409,
     InvalidWorkflowIdError: 422,
     ClaimConfigError: 422,

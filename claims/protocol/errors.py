@@ -75,6 +75,11 @@ class WorkflowNotFoundError(ClaimError, LookupError):
         self.workflow_id = workflow_id
 
 
+class ConflictError(ClaimError):
+    """The current state of what a request names rules the request out (a 409): asking
+    again changes nothing until that state changes."""
+
+
 class InvalidTransitionError(ClaimError):
     """The workflow's status does not allow the requested change."""
 

@@ -15,21 +15,19 @@ from django.db import transaction
 from claims.fleet_clock import fleet_clock
 from claims.models import Engine, EngineEvent, EngineEventKind, EngineStatus
 from claims.protocol import Clock
-from claims.protocol.errors import ClaimError, InvalidTransitionError
+from claims.protocol.errors import ConflictError
 
 from .rules import operator_reason, refuse_if_read_only
 
 logger = logging.getLogger("weftboard.claims")
 
 
-class EngineDrainConflictError(InvalidTransitionError):
+class EngineDrainConflictError(ConflictError):
     """The engine's state rules the request out (a 409): not live, or already (un)drained."""
 
     def __init__(self, engine_id: str, message: str) -> None:
-        ClaimError.__init__(self, message)
-        self.workflow_id = ""
+        super().__init__(message)
         self.engine_id = engine_id
-        self.status = message
 
 
 def engine_drain(

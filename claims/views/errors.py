@@ -9,6 +9,7 @@ from django_htmx.http import reswap, retarget
 from claims.protocol.errors import (
     ClaimConfigError,
     ClaimError,
+    ConflictError,
     InvalidTransitionError,
     InvalidWorkflowIdError,
     StaleEpochError,
@@ -45,7 +46,8 @@ def status_for(error: Exception) -> int:
         return 403  # a ClaimConfigError, but a refusal rather than bad input
     if isinstance(error, WorkflowNotFoundError):
         return 404
-    if isinstance(error, StaleEpochError | InvalidTransitionError | WorkflowClaimUnavailableError):
+    conflicts = StaleEpochError | InvalidTransitionError | WorkflowClaimUnavailableError
+    if isinstance(error, conflicts | ConflictError):
         return 409
     if isinstance(error, InvalidWorkflowIdError | ClaimConfigError):
         return 400
