@@ -2,10 +2,22 @@
 
 from __future__ import annotations
 
+from typing import Any, NoReturn
+
 from django.db import models
 from django.db.models import Q
 
 from .ids import ENGINE_ID_MAX_LENGTH
+
+
+class SessionRowsAreKeptError(RuntimeError):
+    """A session row carries its engine's session epoch for good: deleting it would let
+    the engine open epoch 1 again, and a claim naming an old epoch 1 come back to life."""
+
+
+class EngineSessionQuerySet(models.QuerySet["EngineSession"]):
+    def delete(self) -> NoReturn:
+        raise SessionRowsAreKeptError("engine session rows are never deleted")
 
 
 class EngineSession(models.Model):
@@ -23,6 +35,8 @@ class EngineSession(models.Model):
     closed_at_ms = models.BigIntegerField(null=True, blank=True)
     closed_by = models.CharField(max_length=ENGINE_ID_MAX_LENGTH, blank=True, default="")
 
+    objects = EngineSessionQuerySet.as_manager()
+
     class Meta:
         constraints = [
             models.CheckConstraint(condition=Q(epoch__gte=1), name="engine_session_epoch_positive"),
@@ -30,3 +44,6 @@ class EngineSession(models.Model):
 
     def __str__(self) -> str:
         return f"{self.engine_id} session {self.epoch}"
+
+    def delete(self, *args: Any, **kwargs: Any) -> NoReturn:
+        raise SessionRowsAreKeptError("engine session rows are never deleted")

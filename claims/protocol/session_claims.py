@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Literal
 
+from .doubts import Verdict
 from .held_claims import HeldClaims
 from .log_events import log_event
 from .records import ClaimResult, ClaimRow, Holder
@@ -56,16 +57,13 @@ class SessionHeldClaims(HeldClaims):
             epoch = self.session.epoch
             if epoch is not None:
                 return epoch
-            opened = self.session.open()
-            if opened.status == "opened":
+            opened = self.session.ensure_open()
+            if opened.status == "opened" and opened.epoch is not None:
+                epoch = opened.epoch
                 log_event(
-                    logger,
-                    logging.INFO,
-                    "session-opened",
-                    engine=self.engine_id,
-                    epoch=opened.epoch,
+                    logger, logging.INFO, "session-opened", engine=self.engine_id, epoch=epoch
                 )
-                return opened.epoch
+                return epoch
         raise SessionUnavailableError(f"engine {self.engine_id} could not open a session")
 
     def renew_session(self) -> SessionRenewal:
@@ -136,12 +134,35 @@ class SessionHeldClaims(HeldClaims):
         return self.session.within_deadline()
 
     def _granted(self, workflow_id: str, holder: Holder, *, sent_monotonic_ms: int) -> ClaimResult:
-        if self.session is not None and holder.session_epoch != self.session.epoch:
+        result = super()._granted(workflow_id, holder, sent_monotonic_ms=sent_monotonic_ms)
+        if self._drop_if_under_old_session(workflow_id, holder):
             # Granted under a session lost meanwhile: the claim is takeover-eligible at
             # once, so it is not this engine's to drive; a later takeover can make it so.
-            self._doubts.clear(workflow_id)
             return ClaimResult("lost-race", workflow_id)
-        return super()._granted(workflow_id, holder, sent_monotonic_ms=sent_monotonic_ms)
+        return result
+
+    def _settle(self, workflow_id: str, row: ClaimRow | None) -> Verdict | None:
+        """As ``HeldClaims._settle``; but a grant in doubt that landed under a session lost
+        since is not this engine's: the row names a closed session, so the caller takes
+        it over afresh, under the open one."""
+        verdict = super()._settle(workflow_id, row)
+        held = self.held_claim(workflow_id)
+        if verdict != "written" or held is None:
+            return verdict
+        return "not-written" if self._drop_if_under_old_session(workflow_id, held) else verdict
+
+    def _drop_if_under_old_session(self, workflow_id: str, holder: Holder) -> bool:
+        """Forget ``holder`` if it names a session that is no longer the open one. Checked
+        after caching: a lost session's sweep (``_lose_session``) runs after the session
+        forgot its epoch, so a holder cached before this check is swept, and one cached
+        after it is dropped here."""
+        if self.session is None or holder.session_epoch == self.session.epoch:
+            return False
+        with self._lock:
+            if self._held.get(workflow_id) is holder:
+                self._forget(workflow_id)
+        self._doubts.clear(workflow_id)
+        return True
 
     def _close_expired_sessions(
         self, rows: Mapping[str, ClaimRow], now_ms: int
@@ -158,9 +179,15 @@ class SessionHeldClaims(HeldClaims):
             return dict(rows)
         now_known: dict[tuple[str, int], SessionRow | None] = {}
         for key, session in expired.items():
-            if close_expired_session(
-                self.store, session, now_ms=now_ms, timing=self.timing, by=self.engine_id
-            ):
+            try:
+                closed = close_expired_session(
+                    self.store, session, now_ms=now_ms, timing=self.timing, by=self.engine_id
+                )
+            except Exception:
+                # It may have committed: the read below shows what the row holds now.
+                logger.exception("could not close the expired session of %s", session.engine_id)
+                closed = False
+            if closed:
                 self._count_session("closed-expired")
                 log_event(
                     logger,

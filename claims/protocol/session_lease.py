@@ -96,22 +96,37 @@ class EngineSessionLease:
         the row's (which ends whatever session the row held). Returns ``opened``, or
         ``lost`` if another writer moved the row between the read and the write."""
         with self._serial:
-            row = self.store.read_session(self.engine_id)
-            now, sent = self.clock(), self._monotonic()
-            expires = now + self.timing.ttl_ms
-            expected = None if row is None else row.epoch
-            opened = self.store.cas_open_session(
-                self.engine_id, expected_epoch=expected, expires_at_ms=expires, now_ms=now
-            )
-            epoch = 1 if expected is None else expected + 1
-            if not opened:
-                self._forget()
-                return SessionResult("lost", epoch)
+            return self._open()
+
+    def ensure_open(self) -> SessionResult:
+        """The open session, opening one only if none is: threads that all find no session
+        open one between them, not one each (each new one would end the one before, and
+        with it every claim just granted under it)."""
+        with self._serial:
             with self._state:
-                self._epoch, self._expires_at_ms, self._renewed_at_ms = epoch, expires, now
-                self._deadline_ms = sent + self.timing.ttl_ms
-                self._doubted_expiries = []
-            return SessionResult("opened", epoch, expires)
+                epoch, expires = self._epoch, self._expires_at_ms
+            if epoch is not None:
+                return SessionResult("opened", epoch, expires)
+            return self._open()
+
+    def _open(self) -> SessionResult:
+        """``open``; the caller holds the statement lock."""
+        row = self.store.read_session(self.engine_id)
+        now, sent = self.clock(), self._monotonic()
+        expires = now + self.timing.ttl_ms
+        expected = None if row is None else row.epoch
+        opened = self.store.cas_open_session(
+            self.engine_id, expected_epoch=expected, expires_at_ms=expires, now_ms=now
+        )
+        epoch = 1 if expected is None else expected + 1
+        if not opened:
+            self._forget()
+            return SessionResult("lost", epoch)
+        with self._state:
+            self._epoch, self._expires_at_ms, self._renewed_at_ms = epoch, expires, now
+            self._deadline_ms = sent + self.timing.ttl_ms
+            self._doubted_expiries = []
+        return SessionResult("opened", epoch, expires)
 
     def renew(self) -> SessionResult:
         """Extend the session with one conditional statement. ``lost`` means the session

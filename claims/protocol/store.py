@@ -34,8 +34,9 @@ class ClaimStore(SessionStore, Protocol):
         holder: Holder | None,
         event: ClaimEventRecord | None,
     ) -> bool:
-        """Move epoch -> expected_epoch + 1 and set the holder, if epoch and all four
-        holder columns still equal the expected values (None = all null)."""
+        """Move epoch -> expected_epoch + 1 and set the holder, if epoch and all the holder
+        columns still equal the expected values (None = all null), and, for an expected
+        holder that names a session, that session is not open."""
         ...
 
     def cas_rotate(
@@ -51,7 +52,7 @@ class ClaimStore(SessionStore, Protocol):
         ...
 
     def cas_renew(self, workflow_id: str, *, held: Holder, expires_at_ms: int) -> bool:
-        """Set holder_expires_at_ms if the epoch and all four holder columns equal ``held``."""
+        """Set holder_expires_at_ms if the epoch and all the holder columns equal ``held``."""
         ...
 
     def cas_release(

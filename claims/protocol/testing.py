@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TypeVar
 
 from .errors import EngineDeposedError
@@ -105,7 +105,7 @@ class MemoryClaimStore(MemorySessionRows, MemoryEventLog):
             row = self._rows.get(workflow_id)
             if row is None or row.epoch != held.epoch or row.holder != held:
                 return False
-            row.holder = Holder(held.engine_id, held.epoch, expires_at_ms, held.claimed_at_ms)
+            row.holder = replace(held, expires_at_ms=expires_at_ms)
             return True
 
     def cas_release(

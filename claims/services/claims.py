@@ -264,15 +264,17 @@ def _grant_takeover(
             raise InvalidTransitionError(
                 workflow_id, current or "deleted", "force a takeover of the claim of"
             )
+        now, timing = (clock or fleet_clock())(), claim_timing()
+        session = open_session_epoch(_store, target_engine_id, now_ms=now, timing=timing)
         epoch = rotate_claim(
             _store,
             workflow_id,
-            clock=clock or fleet_clock(),
+            clock=lambda: now,
             kind="forced_takeover",
             expected_epoch=expected_epoch,
             new_holder_engine_id=target_engine_id,
-            ttl_ms=claim_timing().ttl_ms,
-            new_holder_session_epoch=open_session_epoch(_store, target_engine_id),
+            ttl_ms=timing.ttl_ms,
+            new_holder_session_epoch=session,
             actor=actor,
             reason=reason,
         )

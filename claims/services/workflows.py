@@ -99,11 +99,12 @@ def workflow_start(
 def _claim_for_start(workflow_id: str, engine_id: str, now: int) -> None:
     """Grant the claim of a new workflow; an id reused after its workflow row was deleted
     keeps its epoch line."""
-    ttl = claim_timing().ttl_ms
+    timing = claim_timing()
     row = _store.read_claim(workflow_id)
     epoch = 1 if row is None else row.epoch + 1
-    session = open_session_epoch(_store, engine_id)
-    holder = Holder(engine_id, epoch, None if session is not None else now + ttl, now, session)
+    session = open_session_epoch(_store, engine_id, now_ms=now, timing=timing)
+    expires = None if session is not None else now + timing.ttl_ms
+    holder = Holder(engine_id, epoch, expires, now, session)
     event = ClaimEventRecord(
         workflow_id, "acquired", None if row is None else row.epoch, epoch, engine_id, now
     )

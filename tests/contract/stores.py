@@ -96,6 +96,7 @@ class OrmArrangement:
                 "holder_epoch": values.epoch,
                 "holder_expires_at_ms": values.expires_at_ms,
                 "holder_claimed_at_ms": values.claimed_at_ms,
+                "holder_session_epoch": values.session_epoch,
             },
         )
 

@@ -5,7 +5,10 @@ earlier (docs/design.md §12)."""
 
 from __future__ import annotations
 
+import threading
+import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest
@@ -21,12 +24,13 @@ from claims.protocol import (
     run_reclaim_pass,
     run_renew_pass,
 )
-from claims.protocol.session_lease import EngineSessionLease
+from claims.protocol.session_lease import EngineSessionLease, close_expired_session
 from claims.protocol.sessions import SessionRow
 from claims.protocol.states import derive_claim_state
-from claims.protocol.testing import FakeClock
+from claims.protocol.testing import FakeClock, MemoryClaimStore
 
 from .stores import GRACE_MS, START_MS, TTL_MS, Arrangement, CountingStore, InterposedStore
+from .test_lost_answers import LostAnswers
 
 T0 = START_MS
 EXPIRY = T0 + TTL_MS
@@ -327,3 +331,91 @@ def test_outside_the_engine_lease_mode_nothing_is_read_for_moves(
 
     assert per_claim.forget_moved_claims() == 0
     assert counting.calls == []
+
+
+# -- grants racing the session's own lifecycle ---------------------------------------------
+
+
+class SlowSessionReads:
+    """Delegates to a store, but every session read takes 50 ms: long enough for every
+    racing thread to find no session open before the first one has opened it."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+    def read_session(self, engine_id: str) -> Any:
+        time.sleep(0.05)
+        return self.inner.read_session(engine_id)
+
+
+def test_threads_that_all_find_no_session_open_one_between_them(
+    clock: FakeClock, timing: ClaimTiming
+) -> None:
+    """Each grant opens the session if none is open; four at once must not each open one,
+    which would end the one before and every claim just granted under it. (The memory
+    store: the race is the lease's, whatever the store.)"""
+    store = MemoryClaimStore()
+    slow = SlowSessionReads(store)
+    session = EngineSessionLease(slow, engine_id="engine-a", clock=clock, timing=timing)
+    registry = ClaimRegistry(
+        slow, engine_id="engine-a", clock=clock, timing=timing, session=session
+    )
+    barrier = threading.Barrier(4)
+
+    def grant(workflow_id: str) -> str:
+        barrier.wait(timeout=10)
+        return registry.acquire(workflow_id).status
+
+    with ThreadPoolExecutor(4) as pool:
+        statuses = list(pool.map(grant, ["wf-1", "wf-2", "wf-3", "wf-4"]))
+
+    assert statuses == ["acquired"] * 4
+    opened = store.read_session("engine-a")
+    assert opened is not None
+    assert opened.epoch == 1
+    rows = store.read_claims(["wf-1", "wf-2", "wf-3", "wf-4"])
+    assert {derive_claim_state(row, T0, timing) for row in rows.values()} == {"live"}
+    assert all(registry.within_deadline(wf) for wf in rows)
+
+
+def test_a_grant_in_doubt_that_landed_under_a_session_lost_since_is_taken_afresh(
+    store: Any, engine: Engine, clock: FakeClock
+) -> None:
+    """The insert committed under session 1 and its answer was lost; session 1 expired and
+    was closed; the engine's next session must take the workflow over, not drive it under
+    the dead session."""
+    broken = LostAnswers(store)
+    owner = engine("engine-a", on=broken)
+    with broken.breaking("cas_insert"):
+        owner.acquire("wf-1")
+    clock.set(TAKEABLE)
+    engine("engine-b").takeover_many(["wf-other"])  # nothing to take: a pass that reads
+    assert close_expired_session(
+        store, store.read_session("engine-a"), now_ms=clock(), timing=owner.timing, by="b"
+    )
+    assert run_renew_pass(owner).failed_count == 0  # the session was lost; nothing cached
+    assert owner.session is not None
+    assert owner.session.epoch == 2
+
+    result = owner.takeover("wf-1")
+
+    assert (result.status, result.epoch) == ("acquired", 2)
+    held = owner.held_claim("wf-1")
+    assert held is not None
+    assert held.session_epoch == 2
+    assert store.read_claim("wf-1").holder == Holder("engine-a", 2, None, TAKEABLE, 2)
+    assert owner.within_deadline("wf-1")
+
+
+def test_a_garbage_holder_naming_a_session_round_trips_through_the_arrangement(
+    arrange: Arrangement,
+) -> None:
+    arrange.put_row("wf-1", epoch=3, holder=Holder("engine-a", 3, None, T0, 7))
+
+    row = arrange.read("wf-1")
+
+    assert row is not None
+    assert row.holder == Holder("engine-a", 3, None, T0, 7)

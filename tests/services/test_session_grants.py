@@ -6,7 +6,11 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from claims.fleet_clock import fleet_clock
+from claims.models import EngineSession
+from claims.models.sessions import SessionRowsAreKeptError
 from claims.protocol import ClaimRegistry, ClaimTiming, Holder
 from claims.protocol.session_lease import EngineSessionLease
 from claims.services.claims import claim_force_takeover
@@ -82,3 +86,37 @@ def test_a_start_with_an_engine_under_a_session_names_that_session() -> None:
 
     holder = holder_of("wf-new")
     assert holder == Holder("e-2", 1, None, holder.claimed_at_ms if holder else None, 1)
+
+
+def test_a_forced_takeover_never_names_a_session_that_is_expired(operator: Any) -> None:
+    """An engine whose session expired is dead or dying: a claim naming that session would
+    be takeover-eligible at once, so the grant carries its own expiry instead."""
+    long_ago = fleet_clock()() - 10_000_000
+    EngineSession.objects.create(
+        engine_id="e-2",
+        epoch=3,
+        expires_at_ms=long_ago,
+        renewed_at_ms=long_ago - 30_000,
+        started_at_ms=long_ago - 60_000,
+    )
+
+    claim_force_takeover(
+        "wf-1", expected_epoch=EPOCH, target_engine_id="e-2", actor="operator", reason="move"
+    )
+
+    holder = holder_of("wf-1")
+    assert holder is not None
+    assert holder.session_epoch is None
+    assert holder.expires_at_ms is not None
+
+
+def test_session_rows_are_kept_for_good() -> None:
+    """Deleting one would let its engine open epoch 1 again, and revive a claim that names
+    an old epoch 1."""
+    session_engine("e-2")
+
+    with pytest.raises(SessionRowsAreKeptError):
+        EngineSession.objects.all().delete()
+    with pytest.raises(SessionRowsAreKeptError):
+        EngineSession.objects.get(engine_id="e-2").delete()
+    assert EngineSession.objects.count() == 1
