@@ -67,10 +67,11 @@ class MemorySessionRows:
 
     def session_of(self, holder: Holder | None) -> SessionRow | None:
         """The session row a claim holder names, as a read joins it (None: no row)."""
-        if holder is None or holder.session_epoch is None or holder.engine_id is None:
+        engine = None if holder is None else holder.session_engine()
+        if engine is None:
             return None
         with self._lock:
-            return self._sessions.get(holder.engine_id)
+            return self._sessions.get(engine)
 
     def holder_session_open(self, holder: Holder | None) -> bool:
         """Whether the session a holder names is open: a valid row at that epoch, not

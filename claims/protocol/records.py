@@ -27,6 +27,11 @@ class Holder:
     claimed_at_ms: int | None
     session_epoch: int | None = None
 
+    def session_engine(self) -> str | None:
+        """The engine whose session row a read joins to this holder: None for a holder
+        that lives by its own expiry (or names no engine)."""
+        return self.engine_id if self.session_epoch is not None and self.engine_id else None
+
 
 @dataclass(frozen=True, slots=True)
 class ClaimRow:

@@ -132,15 +132,10 @@ class EngineSessionLease:
         """Extend the session with one conditional statement. ``lost`` means the session
         is gone for good, and every claim naming it with it."""
         with self._serial:
-            with self._state:
-                epoch, expected = self._epoch, self._expires_at_ms
-            if epoch is None or expected is None:
-                return SessionResult("not-open", None)
-            if self._doubted_expiries:
-                settled = self._settle(epoch)
-                if settled is None:
-                    return self._lost(epoch)
-                expected = settled
+            current = self._as_known()
+            if isinstance(current, SessionResult):
+                return current
+            epoch, expected = current
             expires = self._renew_statement(epoch, expected)
             if expires is None and self._doubted_expiries:
                 # A statement in doubt may have landed after the read that settled it.
@@ -174,15 +169,10 @@ class EngineSessionLease:
     def close(self) -> SessionResult:
         """End the session at shutdown: its claims are takeover-eligible at once."""
         with self._serial:
-            with self._state:
-                epoch, expected = self._epoch, self._expires_at_ms
-            if epoch is None or expected is None:
-                return SessionResult("not-open", None)
-            if self._doubted_expiries:
-                settled = self._settle(epoch)
-                if settled is None:
-                    return self._lost(epoch)
-                expected = settled
+            current = self._as_known()
+            if isinstance(current, SessionResult):
+                return current
+            epoch, expected = current
             closed = self.store.cas_close_session(
                 self.engine_id,
                 epoch=epoch,
@@ -194,6 +184,22 @@ class EngineSessionLease:
             return SessionResult("closed" if closed else "lost", epoch)
 
     # -- state -------------------------------------------------------------------------
+
+    def _as_known(self) -> tuple[int, int] | SessionResult:
+        """The open session's epoch and the expiry a statement on it must compare, with
+        any statements in doubt settled by a read first; or the answer to give instead
+        (``not-open``, or ``lost`` when the read shows the session gone). The caller
+        holds the statement lock."""
+        with self._state:
+            epoch, expected = self._epoch, self._expires_at_ms
+        if epoch is None or expected is None:
+            return SessionResult("not-open", None)
+        if self._doubted_expiries:
+            settled = self._settle(epoch)
+            if settled is None:
+                return self._lost(epoch)
+            expected = settled
+        return epoch, expected
 
     def _settle(self, epoch: int) -> int | None:
         """Read the row to learn what the statements in doubt did: the expiry the row now

@@ -96,19 +96,16 @@ class ClaimSetQueries(SessionQueries):
                 workflow_id__in=chunk
             ).values_list("workflow_id", "epoch", *HOLDER_COLUMNS):
                 rows[workflow_id] = claim_row_from_values(workflow_id, *values)
-        engines = {
-            row.holder.engine_id
-            for row in rows.values()
-            if row.holder is not None and row.holder.session_epoch is not None
+        joined = {
+            workflow_id: engine
+            for workflow_id, row in rows.items()
+            if row.holder is not None and (engine := row.holder.session_engine()) is not None
         }
-        engines.discard(None)
-        if not engines:
+        if not joined:
             return rows
-        sessions = self.read_sessions(e for e in engines if e is not None)
-        for workflow_id, row in rows.items():
-            holder = row.holder
-            if holder is not None and holder.session_epoch is not None and holder.engine_id:
-                rows[workflow_id] = replace(row, session=sessions.get(holder.engine_id))
+        sessions = self.read_sessions(set(joined.values()))
+        for workflow_id, engine in joined.items():
+            rows[workflow_id] = replace(rows[workflow_id], session=sessions.get(engine))
         return rows
 
     def grant_many(self, plans: Sequence[GrantPlan]) -> set[str]:

@@ -111,10 +111,8 @@ class ClaimRowQueries(SessionQueries):
         if values is None:
             return None
         row = claim_row_from_values(workflow_id, *values)
-        holder = row.holder
-        if holder is None or holder.session_epoch is None or holder.engine_id is None:
-            return row
-        return replace(row, session=self.read_session(holder.engine_id))
+        engine = None if row.holder is None else row.holder.session_engine()
+        return row if engine is None else replace(row, session=self.read_session(engine))
 
     def cas_insert(
         self, workflow_id: str, *, holder: Holder | None, event: ClaimEventRecord | None

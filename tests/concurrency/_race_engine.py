@@ -183,7 +183,29 @@ def process_main(
 ) -> None:
     """Entry point of one spawned engine process: its own Django, connection and registry."""
     engine_id = f"engine-{index}"
-    report: dict[str, Any] = {"engine": engine_id, "error": None}
+    run_spawned(
+        {"engine": engine_id, "error": None},
+        database_url,
+        (clock_value, ready, go),
+        out_path,
+        lambda clock: run_engine(
+            engine_id=engine_id, clock=clock, seed=seed + index, workflow_ids=workflow_ids
+        ),
+    )
+
+
+def run_spawned(
+    report: dict[str, Any],
+    database_url: str,
+    shared: tuple[Any, Any, Any],
+    out_path: str,
+    body: Callable[[Callable[[], int]], dict[str, Any]],
+) -> None:
+    """The frame of one spawned racing process: set up its own Django and connection, say
+    it is ready, wait for the parent's start signal, then run ``body`` on the shared clock.
+    ``shared`` is (clock value, ready semaphore, go event). Writes ``body``'s report, or
+    ``report`` with the error, to ``out_path``; exits 1 on an error."""
+    clock_value, ready, go = shared
     os.environ["DJANGO_SETTINGS_MODULE"] = "weftboard.settings"
     os.environ["DATABASE_URL"] = database_url
     os.environ["WEFTBOARD_DEBUG"] = "1"
@@ -201,9 +223,7 @@ def process_main(
         def clock() -> int:
             return int(clock_value.value)
 
-        report = run_engine(
-            engine_id=engine_id, clock=clock, seed=seed + index, workflow_ids=workflow_ids
-        )
+        report = body(clock)
     except BaseException:
         report["error"] = traceback.format_exc()
     finally:
@@ -219,3 +239,49 @@ def process_main(
         tmp.replace(out_path)
     if report.get("error") is not None:
         raise SystemExit(1)
+
+
+def race_in_threads(
+    bodies: dict[str, Callable[[], dict[str, Any]]],
+    advance: Callable[[int], object],
+    *,
+    timeout_s: float,
+    prepare: Callable[[], object] = lambda: None,
+) -> list[dict[str, Any]]:
+    """Run each body on a thread of its own (named by its key), all released at once and
+    raced on a clock that ``advance`` moves; return their reports. Each thread runs
+    ``prepare`` first (opening its connection) and closes its connection at the end. A
+    body that raises fails the race with its traceback; a thread that hangs fails it too.
+    Reports come in the order of ``bodies``."""
+    from django.db import connection
+
+    barrier = threading.Barrier(len(bodies) + 1)
+    reports: dict[str, dict[str, Any]] = {}
+    errors: list[str] = []
+
+    def race(name: str) -> None:
+        try:
+            prepare()
+            barrier.wait(timeout=timeout_s)
+            reports[name] = bodies[name]()
+        except BaseException:
+            # Not swallowed: a store error (e.g. "database is locked") fails the test.
+            errors.append(f"{name}: {traceback.format_exc()}")
+            barrier.abort()
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=race, args=(name,), name=name) for name in bodies]
+    for thread in threads:
+        thread.start()
+    try:
+        barrier.wait(timeout=timeout_s)
+        with advancing_clock(advance):
+            for thread in threads:
+                thread.join(timeout=timeout_s)
+    except threading.BrokenBarrierError:
+        for thread in threads:
+            thread.join(timeout=timeout_s)
+    assert not errors, "\n".join(errors)
+    assert not any(thread.is_alive() for thread in threads), "a racing thread hung"
+    return [reports[name] for name in bodies if name in reports]

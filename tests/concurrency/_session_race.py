@@ -7,18 +7,17 @@ imports Django, the models or the store at module level.
 
 from __future__ import annotations
 
-import json
-import os
 import random
 import time
-import traceback
 from collections import Counter
-from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 from claims.protocol import ClaimTiming
 from claims.protocol.session_lease import EngineSessionLease, close_expired_session
 from claims.protocol.sessions import derive_session_state
+
+from ._race_engine import run_spawned
 
 # With the clock of _race_engine (1,500 ms every 10 ms of real time), a session nobody
 # renews is expired (TTL + 2 x renew interval = 5 s) about 35 ms of real time later; the
@@ -113,37 +112,11 @@ def process_main(
     role: str, database_url: str, clock_value: Any, ready: Any, go: Any, seed: int, out: str
 ) -> None:
     """Entry point of one spawned process: its own Django and connection."""
-    report: dict[str, Any] = {"role": role, "error": None}
-    os.environ["DJANGO_SETTINGS_MODULE"] = "weftboard.settings"
-    os.environ["DATABASE_URL"] = database_url
-    os.environ["WEFTBOARD_DEBUG"] = "1"
-    try:
-        import django
 
-        django.setup()
-        from django.db import connection
-
+    def body(clock: Callable[[], int]) -> dict[str, Any]:
         from claims.store import OrmClaimStore
 
-        connection.ensure_connection()
-        ready.release()
-        if not go.wait(timeout=90):
-            raise RuntimeError("the parent never gave the start signal")
-
-        def clock() -> int:
-            return int(clock_value.value)
-
         store = OrmClaimStore()
-        owner = role == "owner"
-        report = run_owner(store, clock, seed) if owner else run_rival(store, clock, role)
-    except BaseException:
-        report["error"] = traceback.format_exc()
-    finally:
-        from django.db import connections
+        return run_owner(store, clock, seed) if role == "owner" else run_rival(store, clock, role)
 
-        connections.close_all()
-        tmp = Path(out).with_suffix(".tmp")
-        tmp.write_text(json.dumps(report))
-        tmp.replace(out)
-    if report.get("error") is not None:
-        raise SystemExit(1)
+    run_spawned({"role": role, "error": None}, database_url, (clock_value, ready, go), out, body)

@@ -10,9 +10,8 @@ from __future__ import annotations
 
 import json
 import multiprocessing
-import threading
 import time
-import traceback
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +28,7 @@ from ._race_engine import (
     START_MS,
     advancing_clock,
     process_main,
+    race_in_threads,
     race_workflow_ids,
     run_engine,
 )
@@ -124,45 +124,24 @@ def race_engine_threads(store_class: type[Any] | None = None) -> list[dict[str, 
     """Run ENGINE_COUNT engines as threads of this process, one connection each."""
     workflow_ids = race_workflow_ids()
     clock = FakeClock(START_MS)
-    barrier = threading.Barrier(ENGINE_COUNT + 1)
-    reports: list[dict[str, Any] | None] = [None] * ENGINE_COUNT
-    errors: list[str] = []
 
-    def engine(index: int) -> None:
-        try:
-            connection.ensure_connection()
-            barrier.wait(timeout=STARTUP_TIMEOUT_S)
-            reports[index] = run_engine(
-                engine_id=f"engine-{index}",
-                clock=clock,
-                seed=SEED + index,
-                workflow_ids=workflow_ids,
-                store_class=store_class,
-            )
-        except BaseException:
-            # Not swallowed: a store error (e.g. "database is locked") fails the test.
-            errors.append(f"engine-{index}: {traceback.format_exc()}")
-            barrier.abort()
-        finally:
-            connection.close()
+    def engine(index: int) -> Callable[[], dict[str, Any]]:
+        return lambda: run_engine(
+            engine_id=f"engine-{index}",
+            clock=clock,
+            seed=SEED + index,
+            workflow_ids=workflow_ids,
+            store_class=store_class,
+        )
 
-    threads = [
-        threading.Thread(target=engine, args=(index,), name=f"engine-{index}")
-        for index in range(ENGINE_COUNT)
-    ]
-    for thread in threads:
-        thread.start()
-    try:
-        barrier.wait(timeout=STARTUP_TIMEOUT_S)
-        with advancing_clock(clock.advance):
-            for thread in threads:
-                thread.join(timeout=RUN_TIMEOUT_S)
-    except threading.BrokenBarrierError:
-        for thread in threads:
-            thread.join(timeout=RUN_TIMEOUT_S)
-    assert not errors, "\n".join(errors)
-    assert not any(thread.is_alive() for thread in threads), "an engine thread hung"
-    return [report for report in reports if report is not None]
+    bodies = {f"engine-{index}": engine(index) for index in range(ENGINE_COUNT)}
+    # Resolved on each racing thread: the proxy names that thread's own connection.
+    return race_in_threads(
+        bodies,
+        clock.advance,
+        timeout_s=RUN_TIMEOUT_S,
+        prepare=lambda: connection.ensure_connection(),
+    )
 
 
 @pytest.mark.slow

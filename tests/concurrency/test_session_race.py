@@ -7,8 +7,7 @@ from __future__ import annotations
 
 import json
 import multiprocessing
-import threading
-import traceback
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +17,7 @@ from django.db import connection
 from claims.protocol.testing import FakeClock, MemoryClaimStore
 from tests.integration._fleet import database_url
 
-from ._race_engine import START_MS, advancing_clock
+from ._race_engine import START_MS, advancing_clock, race_in_threads
 from ._session_race import (
     OWNER,
     RIVAL_COUNT,
@@ -32,40 +31,19 @@ SEED = 20_261_203
 RUN_TIMEOUT_S = 60
 
 
-def race_threads(make_store: Any) -> tuple[list[dict[str, Any]], Any]:
+def race_threads(make_store: Any, *, connect: bool) -> tuple[list[dict[str, Any]], Any]:
+    """The owner and the rivals as threads of this process, each with its own store (and
+    connection, when ``connect``); returns their reports and the session row at the end."""
     clock = FakeClock(START_MS)
-    reports: list[dict[str, Any]] = []
-    errors: list[str] = []
-    barrier = threading.Barrier(RIVAL_COUNT + 2)
-
-    def role(name: str) -> None:
-        try:
-            store = make_store()
-            barrier.wait(timeout=RUN_TIMEOUT_S)
-            if name == "owner":
-                reports.append(run_owner(store, clock, SEED))
-            else:
-                reports.append(run_rival(store, clock, name))
-        except BaseException:
-            errors.append(f"{name}: {traceback.format_exc()}")
-            barrier.abort()
-        finally:
-            connection.close()
-
-    names = ["owner", *(f"rival-{index}" for index in range(RIVAL_COUNT))]
-    threads = [threading.Thread(target=role, args=(name,), name=name) for name in names]
-    for thread in threads:
-        thread.start()
-    try:
-        barrier.wait(timeout=RUN_TIMEOUT_S)
-        with advancing_clock(clock.advance):
-            for thread in threads:
-                thread.join(timeout=RUN_TIMEOUT_S)
-    except threading.BrokenBarrierError:
-        for thread in threads:
-            thread.join(timeout=RUN_TIMEOUT_S)
-    assert not errors, "\n".join(errors)
-    assert not any(thread.is_alive() for thread in threads), "a racing thread hung"
+    bodies: dict[str, Callable[[], dict[str, Any]]] = {
+        "owner": lambda: run_owner(make_store(), clock, SEED)
+    }
+    for index in range(RIVAL_COUNT):
+        name = f"rival-{index}"
+        bodies[name] = lambda name=name: run_rival(make_store(), clock, name)  # type: ignore[misc]
+    # Resolved on each racing thread: the proxy names that thread's own connection.
+    prepare = (lambda: connection.ensure_connection()) if connect else (lambda: None)
+    reports = race_in_threads(bodies, clock.advance, timeout_s=RUN_TIMEOUT_S, prepare=prepare)
     return reports, make_store().read_session(OWNER)
 
 
@@ -82,7 +60,7 @@ def assert_had_teeth(summary: dict[str, Any]) -> None:
 def test_session_renewal_racing_takeover_threads_on_the_memory_store() -> None:
     shared = MemoryClaimStore()
 
-    reports, final = race_threads(lambda: shared)
+    reports, final = race_threads(lambda: shared, connect=False)
 
     assert_had_teeth(check_session_race(reports, final))
 
@@ -93,7 +71,7 @@ def test_session_renewal_racing_takeover_threads_on_the_memory_store() -> None:
 def test_session_renewal_racing_takeover_threads_on_the_database() -> None:
     from claims.store import OrmClaimStore
 
-    reports, final = race_threads(OrmClaimStore)
+    reports, final = race_threads(OrmClaimStore, connect=True)
 
     assert_had_teeth(check_session_race(reports, final))
 
