@@ -9,20 +9,31 @@ from django.core import checks
 
 
 def check_claim_timing(**kwargs: Any) -> list[checks.CheckMessage]:
-    from claims.conf import claim_timing
+    from claims.conf import claim_timing, ownership_mode
     from claims.protocol.errors import ClaimConfigError
 
+    found: list[checks.CheckMessage] = []
     try:
         claim_timing()
     except ClaimConfigError as error:
-        return [
+        found.append(
             checks.Error(
                 str(error),
                 hint="Use durations like '30s', '9999ms' or '10m', with TTL >= 3 x renew interval.",
                 id="claims.E001",
             )
-        ]
-    return []
+        )
+    try:
+        ownership_mode()
+    except ClaimConfigError as error:
+        found.append(
+            checks.Error(
+                str(error),
+                hint="Leave it unset for weft's per-workflow lease, or set 'engine-lease'.",
+                id="claims.E002",
+            )
+        )
+    return found
 
 
 def check_deploy_settings(**kwargs: Any) -> list[checks.CheckMessage]:

@@ -9,6 +9,7 @@ from django.conf import settings
 
 if TYPE_CHECKING:
     from claims.protocol import ClaimTiming
+    from claims.protocol.constants import EngineOwnershipMode
 
 
 def claim_timing() -> ClaimTiming:
@@ -40,6 +41,24 @@ def _parsed_timing(ttl: object, renew_interval: object) -> ClaimTiming:
         raise ClaimConfigError(
             f"WEFT_CLAIM_TTL={ttl!r}, WEFT_CLAIM_RENEW_INTERVAL={renew_interval!r}: {error}"
         ) from error
+
+
+def ownership_mode() -> EngineOwnershipMode:
+    """The mode this process's engine runs, from WEFT_OWNERSHIP_MODE.
+
+    Raises ClaimConfigError naming the setting and the modes an engine runs.
+    """
+    from claims.protocol.constants import ENGINE_OWNERSHIP_MODES
+    from claims.protocol.errors import ClaimConfigError
+
+    configured = settings.WEFT_OWNERSHIP_MODE
+    for mode in ENGINE_OWNERSHIP_MODES:
+        if configured == mode:
+            return mode
+    raise ClaimConfigError(
+        f"WEFT_OWNERSHIP_MODE={configured!r}: an engine runs one of "
+        f"{', '.join(ENGINE_OWNERSHIP_MODES)}"
+    )
 
 
 def read_only_reason() -> str | None:

@@ -113,6 +113,34 @@ def _engine_families(fleet: FleetMetrics) -> Iterator[Metric]:
     )
 
 
+SESSION_RENEWAL_OUTCOMES = ("renewed", "lost", "failed")
+
+
+def _session_families(fleet: FleetMetrics) -> Iterator[Metric]:
+    """The engine-lease mode's session lease: its renewals, and the expired sessions closed
+    for takeover. Zero in the workflow-lease mode, where no engine holds a session."""
+    yield _by_label(
+        CounterMetricFamily(
+            "weftboard_session_renewals",
+            "Engine-session renewals by outcome (renewed; lost: the session had been closed "
+            "for takeover; failed: the statement raised), summed over every engine that ever "
+            "ran",
+            labels=["outcome"],
+        ),
+        SESSION_RENEWAL_OUTCOMES,
+        {
+            outcome: fleet.counters.get(f"session_{outcome}", 0)
+            for outcome in SESSION_RENEWAL_OUTCOMES
+        },
+    )
+    yield CounterMetricFamily(
+        "weftboard_session_expiries",
+        "Expired engine sessions closed to take their claims over (each closed once), summed "
+        "over every engine that ever ran",
+        value=fleet.counters.get("session_closed_expired", 0),
+    )
+
+
 def _reclaim_families(fleet: FleetMetrics) -> Iterator[Metric]:
     """The authoritative scan's progress and the last passes' candidates by source."""
     yield CounterMetricFamily(
@@ -186,6 +214,7 @@ def _engine_floor_families(fleet: FleetMetrics) -> Iterator[Metric]:
 def _fleet_families(fleet: FleetMetrics) -> Iterator[Metric]:
     yield from _claim_families(fleet)
     yield from _engine_families(fleet)
+    yield from _session_families(fleet)
     yield from _live_engine_families(fleet)
     yield from _engine_floor_families(fleet)
     yield from _reclaim_families(fleet)

@@ -87,3 +87,21 @@ def test_bad_claim_timing_fails_the_system_check_with_the_rule(ttl, renew_interv
     assert "claims.E001" in str(raised.value)
     assert message in str(raised.value)
     assert f"WEFT_CLAIM_TTL={ttl!r}" in str(raised.value)
+
+
+@pytest.mark.parametrize("mode", ["lease", "engine_lease", ""])
+def test_an_ownership_mode_no_engine_runs_fails_the_system_check(mode):
+    """weft's "lease" mode, a misspelling or an empty value: claims.E002 names the setting
+    and the two modes an engine runs."""
+    with override_settings(WEFT_OWNERSHIP_MODE=mode), pytest.raises(SystemCheckError) as raised:
+        call_command("check")
+
+    assert "claims.E002" in str(raised.value)
+    assert f"WEFT_OWNERSHIP_MODE={mode!r}" in str(raised.value)
+    assert "workflow-lease, engine-lease" in str(raised.value)
+
+
+@pytest.mark.parametrize("mode", ["workflow-lease", "engine-lease"])
+def test_each_mode_an_engine_runs_passes_the_system_check(mode):
+    with override_settings(WEFT_OWNERSHIP_MODE=mode):
+        call_command("check")

@@ -190,6 +190,10 @@ WEFTBOARD_ENGINE_HISTORY_DAYS = env_int("WEFTBOARD_ENGINE_HISTORY_DAYS", 7)
 
 WEFT_CLAIM_TTL = os.environ.get("WEFT_CLAIM_TTL", "30s")
 WEFT_CLAIM_RENEW_INTERVAL = os.environ.get("WEFT_CLAIM_RENEW_INTERVAL", "5s")
+# "workflow-lease" (weft's: every claim renewed on its own) or "engine-lease" (one session
+# lease per engine, renewed in one statement whatever it holds). A fleet keeps the mode its
+# first engine established; docs/design.md §12 says how to switch one offline.
+WEFT_OWNERSHIP_MODE = os.environ.get("WEFT_OWNERSHIP_MODE", "workflow-lease")
 
 
 CELERY_BROKER_URL = env_text("CELERY_BROKER_URL") or "spool://"

@@ -35,11 +35,14 @@ from claims.protocol import (
     run_reclaim_pass,
     run_renew_pass,
 )
+from claims.protocol.constants import EngineOwnershipMode
 from claims.protocol.pass_histogram import PassHistogram
 from claims.protocol.passes import RECLAIM_POOL_SIZE
+from claims.protocol.session_lease import EngineSessionLease
 from claims.runtime.driver import WorkflowDriver
 from claims.runtime.types import is_type_registered
 from claims.services import engines
+from claims.services.engines import session_counter_totals
 from claims.store import OrmClaimStore
 from weftboard.broker.guard import rejected_total as broker_rejected_total
 
@@ -62,14 +65,28 @@ class LocalEngine:
         timing: ClaimTiming,
         clock: OffsetClock,
         name: str = "",
+        mode: EngineOwnershipMode = "workflow-lease",
     ):
         self.engine_id = engine_id
+        self.mode = mode
         self.name = name  # the Celery worker's node name, shown beside the id
         self.queue = queue
         self.timing = timing
         self.clock = clock
         self.store = OrmClaimStore()
         self.metrics = ClaimMetrics()
+        # In the engine-lease mode every claim lives while this engine's session does.
+        session = (
+            EngineSessionLease(
+                self.store,
+                engine_id=engine_id,
+                clock=clock,
+                timing=timing,
+                monotonic=clock.monotonic_ms,
+            )
+            if mode == "engine-lease"
+            else None
+        )
         self.registry = ClaimRegistry(
             self.store,
             engine_id=engine_id,
@@ -77,6 +94,7 @@ class LocalEngine:
             timing=timing,
             metrics=self.metrics,
             monotonic=clock.monotonic_ms,
+            session=session,
         )
         self.drain = EngineDrain(self.registry, disposing=self.is_disposing, wake=self.trigger)
         self.driver = WorkflowDriver(self.registry, clock=clock, disposing=self.drain.drives_pause)
@@ -107,6 +125,7 @@ class LocalEngine:
         engines.engine_register(
             engine_id=self.engine_id, queue=self.queue, now_ms=self.clock(), name=self.name
         )
+        self._open_session()
         for name in PASS_NAMES:
             thread = threading.Thread(
                 target=self._pass_loop, args=(name,), name=f"pass-{name}", daemon=True
@@ -114,6 +133,16 @@ class LocalEngine:
             thread.start()
             self._threads.append(thread)
         self.trigger()
+
+    def _open_session(self) -> None:
+        """Open the session at boot, so the pages show it before the first grant; a failure
+        here is not fatal, as the first grant opens it (and says so if it cannot)."""
+        if self.registry.session is None:
+            return
+        try:
+            self.registry.session_epoch()
+        except Exception:
+            logger.exception("engine %s could not open its session at start", self.engine_id)
 
     def trigger(self) -> None:
         """A tick: wake every sub-pass that is not already running."""
@@ -295,5 +324,6 @@ class LocalEngine:
                     **snapshot["attempts"],
                     "renewal_failures": snapshot["renewal_failures"],
                     "broker_rejected": broker_rejected_total(),
+                    **session_counter_totals(self.metrics.session_counts()),
                 },
             )

@@ -20,7 +20,6 @@ from claims.engine.local import LocalEngine
 
 logger = logging.getLogger("weftboard.claims")
 
-OWNERSHIP_MODE = "workflow-lease"
 ALLOWED_POOLS = ("threads", "solo")
 
 _engine: LocalEngine | None = None
@@ -83,7 +82,7 @@ def limit_idle_transactions(ttl_ms: int, *, lock_timeout_ms: int | None = None) 
 @worker_init.connect
 def start_engine(sender: Any, **kwargs: Any) -> None:
     global _engine
-    from claims.conf import claim_timing
+    from claims.conf import claim_timing, ownership_mode
     from claims.fleet_clock import fleet_clock
     from claims.protocol import ensure_ownership_mode
     from claims.protocol.errors import ClaimError
@@ -114,7 +113,8 @@ def start_engine(sender: Any, **kwargs: Any) -> None:
         timing = claim_timing()
         limit_idle_transactions(timing.ttl_ms, lock_timeout_ms=timing.renew_interval_ms)
         clock = fleet_clock()
-        ensure_ownership_mode(OrmClaimStore(), OWNERSHIP_MODE, clock)
+        mode = ownership_mode()
+        ensure_ownership_mode(OrmClaimStore(), mode, clock)
     except ClaimError as error:
         refuse_to_start(str(error))
     queue = engine_queue(sender.hostname)
@@ -126,10 +126,11 @@ def start_engine(sender: Any, **kwargs: Any) -> None:
         timing=timing,
         clock=clock,
         name=str(sender.hostname or ""),
+        mode=mode,
     )
     engine.start()
     _engine = engine
-    logger.info("engine %s started on queue %s", engine.engine_id, queue)
+    logger.info("engine %s started on queue %s in the %s mode", engine.engine_id, queue, mode)
 
 
 _disposal: threading.Thread | None = None

@@ -83,6 +83,7 @@ class WorkflowClaim(models.Model):
 class OwnershipMode(models.TextChoices):
     LEASE = "lease"
     WORKFLOW_LEASE = "workflow-lease"
+    ENGINE_LEASE = "engine-lease"
 
 
 class OwnershipModeMarker(models.Model):

@@ -83,6 +83,12 @@ class CounterName(models.TextChoices):
     RENEWAL_FAILURES = "renewal_failures"
     # Broker messages this engine could not decode, logged and set aside (weftboard.broker).
     BROKER_REJECTED = "broker_rejected"
+    # The engine-lease mode's session renewals by outcome, and the expired sessions this
+    # engine closed to take their claims over (claims.protocol.metrics.SESSION_COUNTS).
+    SESSION_RENEWED = "session_renewed"
+    SESSION_LOST = "session_lost"
+    SESSION_FAILED = "session_failed"
+    SESSION_CLOSED_EXPIRED = "session_closed_expired"
 
 
 class ClaimCounter(models.Model):

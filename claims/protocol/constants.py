@@ -23,5 +23,10 @@ OUTCOMES: Final[tuple[Outcome, ...]] = (
     "backoff_skipped",
 )
 
-OwnershipMode = Literal["lease", "workflow-lease"]
-OWNERSHIP_MODES: Final[tuple[OwnershipMode, ...]] = ("lease", "workflow-lease")
+OwnershipMode = Literal["lease", "workflow-lease", "engine-lease"]
+OWNERSHIP_MODES: Final[tuple[OwnershipMode, ...]] = ("lease", "workflow-lease", "engine-lease")
+# The modes a weftboard engine runs: weft's per-workflow lease, and claims held under one
+# session lease per engine (docs/design.md §12). weft's "lease" mode is known to the gate,
+# so a weft fleet's marker is refused by name, but no weftboard engine runs it.
+EngineOwnershipMode = Literal["workflow-lease", "engine-lease"]
+ENGINE_OWNERSHIP_MODES: Final[tuple[EngineOwnershipMode, ...]] = ("workflow-lease", "engine-lease")

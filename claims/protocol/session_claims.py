@@ -212,10 +212,11 @@ class SessionHeldClaims(HeldClaims):
 
     def forget_moved_claims(self) -> int:
         """Under a session: drop the cached claims another writer moved to a newer epoch
-        (a takeover, cancel, forced release or takeover), as a failed per-claim renewal
-        would have shown. Reads the claim events since the last look, overlapping it by
-        one TTL, since an event's time is taken before its statement commits: a read as
-        long as the fleet's moves, not the claims held. Returns how many were dropped."""
+        (a takeover, cancel, forced release or takeover), and count each as deposed and as
+        a renewal failure, as a failed per-claim renewal would have. Reads the claim events
+        since the last look, overlapping it by one TTL, since an event's time is taken
+        before its statement commits: a read as long as the fleet's moves, not the claims
+        held. Returns how many were dropped."""
         if self.session is None:
             return 0
         now = self.clock()
@@ -234,6 +235,10 @@ class SessionHeldClaims(HeldClaims):
                     lost.append((workflow_id, held))
         for workflow_id, held in lost:
             self._report_lost(workflow_id, held, now)
+        if self.metrics is not None and lost:
+            # The per-workflow mode would have found each at its next renewal, and counted
+            # a renewal failure there: keep the counter's meaning the same in both modes.
+            self.metrics.record_renewal_failure(len(lost))
         return len(lost)
 
     def _close_own_session(self) -> None:

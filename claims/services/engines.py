@@ -20,6 +20,7 @@ from claims.models import (
     RetiredPassHistograms,
 )
 from claims.protocol.log_events import log_event
+from claims.protocol.metrics import SessionCount
 from claims.protocol.pass_histogram import summed_histograms
 from claims.protocol.timing import ClaimTiming
 from claims.store.sql.counters import counter_statements
@@ -131,6 +132,12 @@ def engines_prune_history(*, now_ms: int, keep_ms: int) -> int:
         retired.save(update_fields=["summary", "engines"])
         Engine.objects.filter(engine_id__in=[engine_id for engine_id, _ in pruned]).delete()
     return len(pruned)
+
+
+def session_counter_totals(counts: Mapping[SessionCount, int]) -> dict[str, int]:
+    """The session counts of claims.protocol.metrics under their counter names:
+    ``closed-expired`` is ``session_closed_expired``."""
+    return {"session_" + kind.replace("-", "_"): value for kind, value in counts.items()}
 
 
 def counters_record(*, engine_id: str, totals: Mapping[str, int]) -> None:

@@ -40,6 +40,20 @@ FLEET_SERIES = {
         "Broker messages an engine could not decode and set aside, summed over every engine "
         "that ever ran",
     ),
+    # The engine-lease mode's session lease (docs/design.md §12); zero in the other mode.
+    "weftboard_session_renewals": (
+        "counter",
+        {"outcome"},
+        "Engine-session renewals by outcome (renewed; lost: the session had been closed "
+        "for takeover; failed: the statement raised), summed over every engine that ever "
+        "ran",
+    ),
+    "weftboard_session_expiries": (
+        "counter",
+        set(),
+        "Expired engine sessions closed to take their claims over (each closed once), summed "
+        "over every engine that ever ran",
+    ),
     "weftboard_engines": (
         "gauge",
         {"status"},
@@ -213,3 +227,32 @@ def test_fleet_metrics_is_a_fixed_number_of_queries(django_assert_max_num_querie
     with django_assert_max_num_queries(6):
         fleet = fleet_metrics(now_ms=now_ms, timing=timing)
     assert len(fleet.held_by_live_engine) == 30
+
+
+def test_session_series_sum_each_engines_session_counters(client):
+    """Each engine flushes its session counts under their counter names; /metrics sums them
+    over the fleet, dead engines included, with every outcome present."""
+    from claims.services.engines import counters_record, session_counter_totals
+
+    counters_record(
+        engine_id="engine-a",
+        totals=session_counter_totals({"renewed": 7, "lost": 1, "failed": 0, "closed-expired": 2}),
+    )
+    counters_record(
+        engine_id="engine-dead",
+        totals=session_counter_totals({"renewed": 3, "lost": 0, "failed": 2, "closed-expired": 1}),
+    )
+
+    served = families(client)
+    renewals = {
+        sample.labels["outcome"]: sample.value
+        for sample in served["weftboard_session_renewals"].samples
+        if sample.name.endswith("_total")
+    }
+    expiries = [
+        sample.value
+        for sample in served["weftboard_session_expiries"].samples
+        if sample.name.endswith("_total")
+    ]
+    assert renewals == {"renewed": 10, "lost": 1, "failed": 2}
+    assert expiries == [3]

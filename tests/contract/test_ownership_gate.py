@@ -64,3 +64,21 @@ def test_ownership_marker_insert_is_if_absent(store):
     assert store.insert_ownership_mode("lease", 10) is True
     assert store.insert_ownership_mode("workflow-lease", 20) is False
     assert store.read_ownership_mode() == ("lease", 10)
+
+
+@pytest.mark.parametrize(
+    ("established", "configured"),
+    [("workflow-lease", "engine-lease"), ("engine-lease", "workflow-lease")],
+)
+def test_a_fleet_keeps_the_mode_its_first_engine_established(store, clock, established, configured):
+    """An engine-lease engine is refused by a workflow-lease fleet and the other way round,
+    and the refusal changes nothing."""
+    assert ensure_ownership_mode(store, established, clock) == (established, START_MS)
+    clock.advance(1_000)
+
+    with pytest.raises(OwnershipModeMismatchError) as raised:
+        ensure_ownership_mode(store, configured, clock)
+
+    assert (raised.value.configured_mode, raised.value.stored_mode) == (configured, established)
+    assert store.read_ownership_mode() == (established, START_MS)
+    assert ensure_ownership_mode(store, established, clock) == (established, START_MS)

@@ -281,7 +281,8 @@ def test_an_engine_learns_of_claims_others_moved_from_the_claim_events(
     store: Any, engine: Engine, clock: FakeClock
 ) -> None:
     """A forced release and a cancel move two claims while the session lives; the engine
-    drops exactly those, counts each as deposed, and keeps the third."""
+    drops exactly those, counts each as deposed and as a renewal failure (as the
+    per-workflow mode's next renewal would), and keeps the third."""
     lost: list[str] = []
     owner = holding(engine, "engine-a", WORKFLOWS)
     owner._on_claim_lost = lost.append
@@ -295,7 +296,9 @@ def test_an_engine_learns_of_claims_others_moved_from_the_claim_events(
     assert owner.held_workflow_ids() == ["wf-2"]
     assert sorted(lost) == ["wf-1", "wf-3"]
     assert counted(owner).snapshot()["attempts"]["deposed"] == 2
+    assert counted(owner).snapshot()["renewal_failures"] == 2
     assert owner.forget_moved_claims() == 0  # read again: nothing new is lost twice
+    assert counted(owner).snapshot()["renewal_failures"] == 2
 
 
 def test_an_engines_own_grants_are_not_moves_that_lose_it_claims(

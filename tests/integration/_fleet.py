@@ -81,8 +81,17 @@ class Fleet:
     """Engines and a beat sharing the test database and a broker of their own: a dedicated
     Redis database, or the embedded spool under ``var_dir``."""
 
-    def __init__(self, workdir: Path, *, database_url: str, broker_url: str, var_dir: Path) -> None:
+    def __init__(
+        self,
+        workdir: Path,
+        *,
+        database_url: str,
+        broker_url: str,
+        var_dir: Path,
+        ownership_mode: str = "workflow-lease",
+    ) -> None:
         self.workdir = workdir
+        self.ownership_mode = ownership_mode
         self.database_url = database_url
         self.broker_url = broker_url
         self.var_dir = var_dir
@@ -97,6 +106,7 @@ class Fleet:
             WEFTBOARD_VAR_DIR=str(self.var_dir),
             WEFT_CLAIM_TTL=f"{TTL_MS}ms",
             WEFT_CLAIM_RENEW_INTERVAL=f"{RENEW_INTERVAL_MS}ms",
+            WEFT_OWNERSHIP_MODE=self.ownership_mode,
             WEFTBOARD_SECRET_KEY="x",
             WEFTBOARD_DEMO_RATE="0",
             PYTHONUNBUFFERED="1",

@@ -52,15 +52,17 @@ def fleet(
     is torn down before the database is flushed.
 
     The broker is Redis, or the embedded spool (in this test's own folder) for a test
-    parametrized with ``@pytest.mark.parametrize("fleet", ["spool"], indirect=True)``.
+    parametrized with ``@pytest.mark.parametrize("fleet", ["spool"], indirect=True)``;
+    ``"redis+engine-lease"`` runs the engines in the engine-lease ownership mode.
     """
-    broker_name = getattr(request, "param", "redis")
+    broker_name, _, mode = str(getattr(request, "param", "redis")).partition("+")
     broker = "spool://" if broker_name == "spool" else require_redis()
     running = Fleet(
         tmp_path,
         database_url=database_url(connection.settings_dict),
         broker_url=broker,
         var_dir=tmp_path / "var",
+        ownership_mode=mode or "workflow-lease",
     )
     try:
         yield running

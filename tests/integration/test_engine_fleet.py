@@ -25,7 +25,9 @@ from claims.models import (
     ClaimCounter,
     ClaimEvent,
     Engine,
+    EngineSession,
     EngineStatus,
+    OwnershipModeMarker,
     StepLedger,
     Workflow,
     WorkflowClaim,
@@ -91,6 +93,7 @@ def assert_no_holders(workflow_ids: list[str]) -> None:
         holder_epoch__isnull=True,
         holder_expires_at_ms__isnull=True,
         holder_claimed_at_ms__isnull=True,
+        holder_session_epoch__isnull=True,
     )
     assert list(held.values_list("workflow_id", "holder_engine_id")) == []
 
@@ -201,7 +204,7 @@ def checkpoint_epochs(versions: list[tuple[str, dict[str, Any]]]) -> list[tuple[
 
 
 @pytest.mark.timeout(180)
-@pytest.mark.parametrize("fleet", ["redis", "spool"], indirect=True)
+@pytest.mark.parametrize("fleet", ["redis", "spool", "spool+engine-lease"], indirect=True)
 def test_three_engines_run_200_workflows_to_completion(fleet: Fleet) -> None:
     """200 ownerless workflows, 3 engines: each completes, each step runs once, all released."""
     engines = [fleet.start_engine(f"engine{n}") for n in (1, 2, 3)]
@@ -257,7 +260,7 @@ def takeovers_of(claims: dict[str, int]) -> dict[str, ClaimEvent]:
 
 
 @pytest.mark.timeout(180)
-@pytest.mark.parametrize("fleet", ["redis", "spool"], indirect=True)
+@pytest.mark.parametrize("fleet", ["redis", "spool", "redis+engine-lease"], indirect=True)
 def test_sigkill_engine_workflows_reclaimed_and_completed(fleet: Fleet) -> None:
     """A SIGKILLed engine's workflows are taken over within the bound and complete; no step
     whose checkpoint committed runs again, and only the step in flight at the kill may."""
@@ -401,6 +404,7 @@ def test_sigterm_successor_holds_at_next_epoch_without_waiting_for_ttl(fleet: Fl
 
 
 @pytest.mark.timeout(180)
+@pytest.mark.parametrize("fleet", ["redis", "redis+engine-lease"], indirect=True)
 def test_sigstop_past_ttl_deposes_and_resumed_engine_writes_nothing_stale(
     state_audit: None, fleet: Fleet
 ) -> None:
@@ -489,3 +493,25 @@ def test_sigstop_past_ttl_deposes_and_resumed_engine_writes_nothing_stale(
         f"A's counters: {counters}; A's step runs at a lost epoch after the resume: "
         f"{len(stale_runs)}"
     )
+
+
+@pytest.mark.timeout(120)
+def test_an_engine_of_the_other_ownership_mode_is_refused_and_changes_nothing(
+    fleet: Fleet,
+) -> None:
+    """A workflow-lease fleet refuses an engine configured for engine-lease: it exits
+    non-zero with the gate's message, registers no engine and opens no session."""
+    engine_a = fleet.start_engine("engineA")
+    fleet.wait_registered([engine_a])
+    fleet.ownership_mode = "engine-lease"
+    refused = fleet.start_engine("engineB")
+    refused.expected_exit = True
+
+    assert refused.wait(60) != 0
+    output = refused.log_text()
+    assert "ownership mode mismatch" in output, output
+    assert "configured for 'engine-lease'" in output, output
+    assert "established in 'workflow-lease'" in output, output
+    assert fleet.engine_row(refused) is None
+    assert not EngineSession.objects.exists()
+    assert OwnershipModeMarker.objects.get().mode == "workflow-lease"
