@@ -15,7 +15,7 @@ from claims.protocol.records import ClaimRow
 from claims.protocol.states import CLAIM_STATES, ClaimState, derive_claim_state
 from claims.protocol.timing import ClaimTiming
 from claims.store.claim_sets import HOLDER_INVALID, HOLDER_PRESENT
-from claims.store.rows import HOLDER_COLUMNS, claim_row_from_values
+from claims.store.rows import HOLDER_COLUMNS
 
 from .claim_order import (
     STATE_RANK,
@@ -27,6 +27,7 @@ from .claim_order import (
     encode_cursor,
 )
 from .engine_names import engine_condition
+from .held_sessions import rows_with_sessions, session_expiring, session_missing
 from .last_holders import LastHolder, last_holders
 
 MAX_PAGE = 200
@@ -76,7 +77,7 @@ def claim_view(
 ) -> ClaimView:
     """What an operator sees of one claim row at ``now_ms``."""
     holder = row.holder
-    expires = None if holder is None else holder.expires_at_ms
+    expires = row.expires_at_ms()  # a session holder's is its session's
     state = derive_claim_state(row, now_ms, timing)
     return ClaimView(
         workflow_id=row.workflow_id,
@@ -94,17 +95,27 @@ def claim_view(
 
 
 def state_condition(state: ClaimState, now_ms: int, timing: ClaimTiming) -> Q:
-    """The SQL form of derive_claim_state, for filtering before the page is cut."""
-    valid = HOLDER_PRESENT & ~HOLDER_INVALID
+    """The SQL form of derive_claim_state, for filtering before the page is cut. A
+    session holder's claim is judged by its session (claims.selectors.held_sessions)."""
+    if state == "ownerless":
+        return ~HOLDER_PRESENT
+    if state == "invalid":
+        return HOLDER_PRESENT & (HOLDER_INVALID | session_missing())
+    valid = HOLDER_PRESENT & ~HOLDER_INVALID & ~session_missing()
+    own = Q(holder_session_epoch__isnull=True)
     takeover_from = now_ms - timing.grace_ms
-    return {
-        "ownerless": ~HOLDER_PRESENT,
-        "invalid": HOLDER_PRESENT & HOLDER_INVALID,
-        "live": valid & Q(holder_expires_at_ms__gte=now_ms),
-        "in-grace": valid
-        & Q(holder_expires_at_ms__lt=now_ms, holder_expires_at_ms__gte=takeover_from),
-        "expired": valid & Q(holder_expires_at_ms__lt=takeover_from),
-    }[state]
+    if state == "live":
+        return valid & (
+            (own & Q(holder_expires_at_ms__gte=now_ms)) | session_expiring(since_ms=now_ms)
+        )
+    if state == "in-grace":
+        return valid & (
+            (own & Q(holder_expires_at_ms__lt=now_ms, holder_expires_at_ms__gte=takeover_from))
+            | session_expiring(since_ms=takeover_from, until_ms=now_ms)
+        )
+    return valid & (
+        (own & Q(holder_expires_at_ms__lt=takeover_from)) | session_expiring(until_ms=takeover_from)
+    )
 
 
 def filter_condition(name: str, now_ms: int, timing: ClaimTiming) -> Q:
@@ -195,8 +206,9 @@ def claim_list(
     limit: int = 50,
 ) -> ClaimPage:
     """One page of claims in ``sort`` order after ``cursor``: one query, two for a sort on a
-    column that can be null, up to five for the state sort (one per state), and two more
-    when the page has ownerless rows (their last holders, which of them run).
+    column that can be null, up to five for the state sort (one per state), two more
+    when the page has ownerless rows (their last holders, which of them run), and one more
+    when a holder on it names a session (the engine-lease mode: its session is its expiry).
     ``state`` is a derived state or a scope (CLAIM_FILTERS); ``search`` a substring of the
     workflow id (case-sensitive). A bad sort or a cursor from another sort: InvalidInputError."""
     limit = max(1, min(limit, MAX_PAGE))
@@ -224,9 +236,8 @@ def claim_list(
     released = [v[0] for v in values[:limit] if all(c is None for c in v[2:6])]
     lasts, running = last_holders(released) if released else ({}, set())
     items = []
-    for workflow_id, epoch, *holder in values[:limit]:
-        row = claim_row_from_values(workflow_id, epoch, *holder)
-        last, runs = lasts.get(workflow_id), workflow_id in running
+    for row in rows_with_sessions(values[:limit]):
+        last, runs = lasts.get(row.workflow_id), row.workflow_id in running
         items.append(claim_view(row, now_ms, timing, running=runs, last=last))
     next_cursor = None
     if len(values) > limit:

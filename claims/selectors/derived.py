@@ -22,8 +22,8 @@ def claim_state_case(now_ms: int, timing: ClaimTiming) -> Case:
     return Case(
         When(state_condition("ownerless", now_ms, timing), then=Value("ownerless")),
         When(state_condition("invalid", now_ms, timing), then=Value("invalid")),
-        When(holder_expires_at_ms__gte=now_ms, then=Value("live")),
-        When(holder_expires_at_ms__gte=now_ms - timing.grace_ms, then=Value("in-grace")),
+        When(state_condition("live", now_ms, timing), then=Value("live")),
+        When(state_condition("in-grace", now_ms, timing), then=Value("in-grace")),
         default=Value("expired"),
         output_field=CharField(),
     )

@@ -7,7 +7,9 @@ from dataclasses import dataclass
 from claims.models import ClaimEvent, PendingRedrive, Workflow, WorkflowClaim
 from claims.protocol.states import ClaimState, derive_claim_state
 from claims.protocol.timing import ClaimTiming, is_claim_expired
-from claims.store.rows import HOLDER_COLUMNS, claim_row_from_values
+from claims.store.rows import HOLDER_COLUMNS
+
+from .held_sessions import rows_with_sessions
 
 RECENT_EVENTS = 20
 
@@ -61,12 +63,12 @@ def claim_snapshot(workflow_id: str, *, now_ms: int, timing: ClaimTiming) -> Cla
     )
     if values is None:
         return ClaimSnapshot(workflow_id, None, None, None, None, "ownerless", None, now_ms)
-    row = claim_row_from_values(workflow_id, *values)
+    [row] = rows_with_sessions([(workflow_id, *values)])
     holder = row.holder
     state = derive_claim_state(row, now_ms, timing)
-    expiry = None
-    if holder is not None and state != "invalid" and holder.expires_at_ms is not None:
-        expiry = expiry_judgement(holder.expires_at_ms, now_ms, timing)
+    expiry, expires_at_ms = None, row.expires_at_ms()  # a session holder's is its session's
+    if holder is not None and state != "invalid" and expires_at_ms is not None:
+        expiry = expiry_judgement(expires_at_ms, now_ms, timing)
     return ClaimSnapshot(
         workflow_id=workflow_id,
         epoch=row.epoch,

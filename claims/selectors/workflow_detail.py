@@ -12,10 +12,11 @@ from typing import Any
 
 from claims.models import ClaimEvent, Engine, PendingRedrive, Workflow, WorkflowClaim
 from claims.protocol.timing import ClaimTiming
-from claims.store.rows import HOLDER_COLUMNS, claim_row_from_values
+from claims.store.rows import HOLDER_COLUMNS
 
 from .claims import ClaimView
 from .claims import claim_view as view_of_row
+from .held_sessions import rows_with_sessions
 from .timeline import Timeline, epoch_timeline
 
 EVENT_LIMIT = 200
@@ -96,7 +97,8 @@ def claim_view(workflow_id: str, *, now_ms: int, timing: ClaimTiming) -> ClaimVi
     )
     if values is None:
         return None
-    return view_of_row(claim_row_from_values(workflow_id, *values), now_ms, timing)
+    [row] = rows_with_sessions([(workflow_id, *values)])
+    return view_of_row(row, now_ms, timing)
 
 
 def _checkpoints(state: dict[str, Any]) -> list[Checkpoint]:
