@@ -14,7 +14,9 @@ from dataclasses import dataclass
 from django.db.models import Count, Max
 
 from claims.models import Engine, EngineStatus, WorkflowClaim
+from claims.protocol.sessions import SessionRow
 from claims.protocol.timing import ClaimTiming
+from claims.store import OrmClaimStore
 
 from .alert_rules import Alert, engines_below_minimum
 from .fleet_totals import LIVE_ENGINE_STATUSES
@@ -45,18 +47,34 @@ def silent_holdings(engine_ids: list[str], timing: ClaimTiming) -> dict[str, Sil
     query, none when the list is empty (the usual case)."""
     if not engine_ids:
         return {}
-    rows = (
-        WorkflowClaim.objects.filter(holder_engine_id__in=engine_ids)
+    rows = [
+        (str(engine_id), int(n), last)
+        for engine_id, n, last in WorkflowClaim.objects.filter(holder_engine_id__in=engine_ids)
         .values("holder_engine_id")
         .annotate(n=Count("*"), last=Max("holder_expires_at_ms"))
         .order_by()
         .values_list("holder_engine_id", "n", "last")
-    )
-    found = {
-        engine_id: SilentHolding(n, None if last is None else last + timing.grace_ms)
-        for engine_id, n, last in rows
-    }
+    ]
+    # Claims held under a session store no expiry of their own: theirs is the session's
+    # (the engine-lease mode), read only for the silent engines that hold such claims.
+    by_session = [engine_id for engine_id, n, last in rows if n and last is None]
+    sessions = OrmClaimStore().read_sessions(by_session) if by_session else {}
+    found = {}
+    for engine_id, n, last in rows:
+        session = sessions.get(engine_id)
+        if last is None and session is not None:
+            found[engine_id] = SilentHolding(n, _session_takeover_at(session, timing))
+        else:
+            found[engine_id] = SilentHolding(n, None if last is None else last + timing.grace_ms)
     return {engine_id: found.get(engine_id, SilentHolding(0, None)) for engine_id in engine_ids}
+
+
+def _session_takeover_at(session: SessionRow, timing: ClaimTiming) -> int:
+    """When a session's claims may be taken over: at once once it is closed, else after its
+    expiry plus grace."""
+    if session.closed_at_ms is not None:
+        return session.closed_at_ms
+    return session.expires_at_ms + timing.grace_ms
 
 
 def silent_holdings_of(

@@ -18,11 +18,13 @@ from claims.models import (
     WorkflowClaim,
 )
 from claims.protocol.pass_histogram import BUCKETS_S
+from claims.protocol.sessions import SessionRow
 from claims.protocol.states import ClaimState
 from claims.protocol.timing import ClaimTiming
 
 from .derived import LATE_INTERVALS, PASS_NAMES, claims_by_state, pass_part
 from .engine_health import SILENT, silent_holdings_of
+from .engine_sessions import session_of, with_sessions
 from .fleet_totals import LIVE_ENGINE_STATUSES
 from .overview import snapshot_holdings
 
@@ -57,6 +59,8 @@ class EngineRow:
     # Silent: live by status, but no heartbeat for TTL + 2 x renew interval (engine_health).
     silent: bool = False
     takeover_at_ms: int | None = None  # when a silent engine's last claim can be taken over
+    # Its session lease in the engine-lease mode (None in the workflow-lease mode).
+    session: SessionRow | None = None
 
     @property
     def live(self) -> bool:
@@ -149,6 +153,7 @@ def _rows(engines: Sequence[Engine], now_ms: int, timing: ClaimTiming) -> list[E
             takeover_at_ms=(
                 silent[engine.engine_id].takeover_at_ms if engine.engine_id in silent else None
             ),
+            session=session_of(engine),
         )
         for engine in engines
     ]
@@ -181,7 +186,7 @@ def engine_list(*, now_ms: int, timing: ClaimTiming, status: str | None = None) 
         default=Value(len(STATUS_ORDER)),
         output_field=IntegerField(),
     )
-    rows = Engine.objects.all()
+    rows = with_sessions(Engine.objects.all())
     if status:
         rows = rows.filter(status=status)
     engines = list(
@@ -213,7 +218,7 @@ def live_engine_ids() -> list[str]:
 
 
 def engine_detail(engine_id: str, *, now_ms: int, timing: ClaimTiming) -> EngineDetail | None:
-    engine = Engine.objects.filter(engine_id=engine_id).first()
+    engine = with_sessions(Engine.objects.filter(engine_id=engine_id)).first()
     if engine is None:
         return None
     (row,) = _rows([engine], now_ms, timing)

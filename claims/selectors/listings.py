@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from claims.models import Engine, PendingRedrive, ReclaimCursor
+from claims.selectors.engine_sessions import with_sessions
 
 from .engine_names import engine_condition
 
@@ -18,8 +19,8 @@ class RedrivePage:
 
 
 def engine_list(*, status: str | None = None) -> list[Engine]:
-    """Every engine (a fleet is tens, not thousands), in id order."""
-    engines = Engine.objects.order_by("engine_id")
+    """Every engine (a fleet is tens, not thousands), in id order, with its session."""
+    engines = with_sessions(Engine.objects.order_by("engine_id"))
     if status:
         engines = engines.filter(status=status)
     return list(engines)

@@ -42,7 +42,10 @@ def engine_row(row: EngineRow, now_ms: int, claims_url: str) -> SafeString:
         ),
         f'<td class="stack" title="{hostname} pid {engine.pid}">{short_hostname}'
         f"<small>pid {engine.pid}</small></td>",
-        f"<td>{when(engine.heartbeat_at_ms, now_ms)}{LATE if row.heartbeat_late else ''}</td>",
+        _stacked(
+            f"{when(engine.heartbeat_at_ms, now_ms)}{LATE if row.heartbeat_late else ''}"
+            f"{_session(row, now_ms)}"
+        ),
         f'<td class="num"><a href="{holding_url}">{row.holding}</a></td>',
         f'<td class="num stack">{_skew(engine, over=row.skew_over)}</td>',
         *(f'<td class="stack">{_last_pass(p, now_ms)}</td>' for p in row.passes),
@@ -80,6 +83,17 @@ def _takeover(row: EngineRow, now_ms: int) -> str:
     if row.takeover_at_ms <= now_ms:
         return "<small>its claims are up for takeover</small>"
     return f"<small>takeover {when(row.takeover_at_ms, now_ms)}</small>"
+
+
+def _session(row: EngineRow, now_ms: int) -> str:
+    """Under the heartbeat in the engine-lease mode: the session's epoch and its expiry,
+    or that it is closed; nothing in the workflow-lease mode."""
+    session = row.session
+    if session is None:
+        return ""
+    if session.closed_at_ms is not None:
+        return f"<small>session {session.epoch} closed</small>"
+    return f"<small>session {session.epoch} · expires {when(session.expires_at_ms, now_ms)}</small>"
 
 
 def _skew(engine: Engine, *, over: bool) -> str:

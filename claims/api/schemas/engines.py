@@ -11,9 +11,23 @@ from pydantic import field_validator
 
 from claims.models import WORKFLOW_ID_MAX_LENGTH, Engine
 from claims.selectors.engine_health import SILENT, SilentHolding
+from claims.selectors.engine_sessions import session_of
 from claims.services.claims import BULK_RELEASE_MAX, BulkReleaseOutcome
 
 from .common import Epoch, Reason, fields_from, required_reason
+
+
+class EngineSessionOut(Schema):
+    """An engine's session lease (the engine-lease mode): its claims live while it does."""
+
+    epoch: int
+    expires_at_ms: int
+    renewed_at_ms: int
+    started_at_ms: int
+    # Set once closed: by the engine itself at shutdown, or by the engine (closed_by) that
+    # took its claims over once it had expired.
+    closed_at_ms: int | None
+    closed_by: str
 
 
 class EngineOut(Schema):
@@ -43,6 +57,8 @@ class EngineOut(Schema):
     silent_claims: int | None
     takeover_at_ms: int | None
     takeover_at: datetime | None
+    # The engine-lease mode's session lease; null in the workflow-lease mode.
+    session: EngineSessionOut | None = None
 
     @classmethod
     def of(cls, engine: Engine, *, now_ms: int, silent: SilentHolding | None = None) -> EngineOut:
@@ -55,8 +71,23 @@ class EngineOut(Schema):
                 display_status=engine.status if silent is None else SILENT,
                 silent_claims=None if silent is None else silent.claims,
                 takeover_at_ms=None if silent is None else silent.takeover_at_ms,
+                session=_session_out(engine),
             )
         )
+
+
+def _session_out(engine: Engine) -> EngineSessionOut | None:
+    session = session_of(engine)
+    if session is None:
+        return None
+    return EngineSessionOut(
+        epoch=session.epoch,
+        expires_at_ms=session.expires_at_ms,
+        renewed_at_ms=session.renewed_at_ms,
+        started_at_ms=session.started_at_ms,
+        closed_at_ms=session.closed_at_ms,
+        closed_by=session.closed_by,
+    )
 
 
 class EngineListOut(Schema):
