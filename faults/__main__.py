@@ -1,4 +1,5 @@
 """python -m faults [--duration 300] [--seed N] [--workflows 2000] [--engines 5] [--smoke]
+[--ownership-mode workflow-lease|engine-lease]
 
 Starts a fleet on PostgreSQL (a database of its own, recreated each run) and a private
 Redis server, runs the workload and the nemesis, checks the history, prints the report
@@ -14,6 +15,8 @@ import shutil
 import sys
 import time
 
+from claims.protocol.constants import ENGINE_OWNERSHIP_MODES
+
 from .processes import REPO
 
 DEFAULT_SERVER = "postgres://postgres@127.0.0.1:5432/test"
@@ -25,6 +28,12 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--seed", type=int, default=None, help="replay a run (default: random)")
     parser.add_argument("--workflows", type=int, default=2000, help="workflows to start (2000)")
     parser.add_argument("--engines", type=int, default=5, help="engine processes (5)")
+    parser.add_argument(
+        "--ownership-mode",
+        choices=ENGINE_OWNERSHIP_MODES,
+        default="workflow-lease",
+        help="the fleet's ownership mode (workflow-lease)",
+    )
     parser.add_argument(
         "--smoke", action="store_true", help="the CI variant: 60 s of faults, 600 workflows"
     )
@@ -63,6 +72,7 @@ def main(argv: list[str]) -> int:
         server_url=args.server,
         database="weftboard_faults",
         workdir=workdir,
+        ownership_mode=args.ownership_mode,
     )
 
     def log(message: str) -> None:
@@ -71,6 +81,8 @@ def main(argv: list[str]) -> int:
     log(f"seed {seed}; logs in {workdir}")
     database_recreate(options)
     os.environ["DATABASE_URL"] = options.database_url()
+    # Every process of the fleet inherits it, and the harness's own checks read it too.
+    os.environ["WEFT_OWNERSHIP_MODE"] = options.ownership_mode
     os.environ.setdefault("WEFTBOARD_SECRET_KEY", "fault-harness-only-key")
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "weftboard.settings")
     import django

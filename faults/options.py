@@ -18,6 +18,7 @@ class Options:
     server_url: str
     database: str
     workdir: Path
+    ownership_mode: str = "workflow-lease"
     timing: Timing = field(default_factory=Timing)
 
     @property

@@ -16,6 +16,7 @@ def replay_command(outcome: Outcome) -> str:
     return (
         f"./scripts/faults --seed {options.seed} --duration {options.duration_s:g}"
         f" --workflows {options.workflows} --engines {options.engines}"
+        f" --ownership-mode {options.ownership_mode}"
     )
 
 
@@ -29,8 +30,8 @@ def report_lines(outcome: Outcome) -> list[str]:
         "",
         f"- replay: `{replay_command(outcome)}`",
         f"- fleet: {options.engines} engines (Celery, threads pool), beat and the web server on"
-        f" PostgreSQL and a private Redis; TTL {timing.ttl_ms} ms, renew interval"
-        f" {timing.renew_interval_ms} ms",
+        f" PostgreSQL and a private Redis, in the {options.ownership_mode} ownership mode;"
+        f" TTL {timing.ttl_ms} ms, renew interval {timing.renew_interval_ms} ms",
         f"- ran {outcome.elapsed_s:.0f} s: faults for {options.duration_s:g} s, then a quiet"
         f" period of {2 * timing.stranded_bound_ms / 1000 + 3:g} s",
         f"- workload: {outcome.workload['started']} workflows started through the API"
@@ -78,6 +79,7 @@ def report_write(outcome: Outcome, directory: Path) -> Path:
     path.write_text("\n".join(report_lines(outcome)) + "\n")
     payload = {
         "seed": outcome.options.seed,
+        "ownership_mode": outcome.options.ownership_mode,
         "passed": outcome.passed,
         "duration_s": outcome.options.duration_s,
         "elapsed_s": outcome.elapsed_s,

@@ -63,33 +63,41 @@ def live_engine_ids(fleet: Fleet) -> set[str]:
 
 def unowned_at_end(fleet: Fleet, watch: StrandedWatch) -> list[str]:
     """Running workflows not held, unexpired, by an engine that is alive right now."""
-    from claims.models import Workflow, WorkflowClaim, WorkflowStatus
+    from claims.models import Workflow, WorkflowStatus
+    from claims.store import OrmClaimStore
 
     now = database_now_ms()
-    running = set(
+    running = sorted(
         Workflow.objects.filter(status=WorkflowStatus.RUNNING).values_list("workflow_id", flat=True)
     )
     live = live_engine_ids(fleet)
-    owned = {
-        workflow_id
-        for workflow_id, engine, expires in WorkflowClaim.objects.filter(
-            workflow_id__in=running
-        ).values_list("workflow_id", "holder_engine_id", "holder_expires_at_ms")
-        if engine in live and expires is not None and expires + watch.grace_ms >= now
-    }
-    return sorted(running - owned)
+    owned = set()
+    # Read as the engines read them: a session holder's claim with its session, whose
+    # expiry is the claim's, and which holds nothing once closed.
+    for workflow_id, row in OrmClaimStore().read_claims(running).items():
+        engine, expires = row.valid_holder_engine(), row.expires_at_ms()
+        closed = row.session is not None and row.session.closed_at_ms is not None
+        if (
+            engine in live
+            and not closed
+            and expires is not None
+            and expires + watch.grace_ms >= now
+        ):
+            owned.add(workflow_id)
+    return sorted(set(running) - owned)
 
 
 def per_engine_counters() -> dict[str, float]:
     from django.db.models import Sum
 
     from claims.models import ClaimCounter, CounterName
+    from claims.protocol.constants import OUTCOMES
 
     totals = dict(ClaimCounter.objects.values_list("name").annotate(total=Sum("value")).order_by())
     values: dict[str, float] = {}
     for name in CounterName.values:
-        if name == CounterName.BROKER_REJECTED:
-            continue  # not one of the claim families the watch compares
+        if name not in OUTCOMES and name != CounterName.RENEWAL_FAILURES:
+            continue  # broker and session counts: not among the claim families compared
         key = (
             "weft_workflow_claim_renewal_failures_total{}"
             if name == CounterName.RENEWAL_FAILURES

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from django.db import close_old_connections, connection
 from prometheus_client.parser import text_string_to_metric_families
 
-from claims.models import Workflow, WorkflowClaim
+from claims.models import EngineSession, Workflow, WorkflowClaim
 
 from .history import database_now_ms
 from .processes import BackgroundThread
@@ -60,6 +60,7 @@ class StrandedWatch(BackgroundThread):
         """Workflow id -> (when it went the bound without progress, held by a live holder)."""
         workflows = connection.ops.quote_name(Workflow._meta.db_table)
         claims = connection.ops.quote_name(WorkflowClaim._meta.db_table)
+        sessions = connection.ops.quote_name(EngineSession._meta.db_table)
         with connection.cursor() as cursor:
             cursor.execute("SELECT (extract(epoch FROM clock_timestamp()) * 1000)::bigint")
             now = int(cursor.fetchone()[0])
@@ -67,8 +68,13 @@ class StrandedWatch(BackgroundThread):
             cursor.execute(
                 "SELECT w.workflow_id,"
                 " GREATEST(w.updated_at_ms, COALESCE((w.state->'park'->>'wake_at_ms')::bigint, 0)),"
-                " c.holder_engine_id IS NOT NULL AND c.holder_expires_at_ms + %s >= %s"
+                # A session holder's claim (the engine-lease mode) lives while its open
+                # session does: its expiry is the session's.
+                " c.holder_engine_id IS NOT NULL"
+                " AND COALESCE(c.holder_expires_at_ms, s.expires_at_ms) + %s >= %s"
                 f" FROM {workflows} w LEFT JOIN {claims} c ON c.workflow_id = w.workflow_id"
+                f" LEFT JOIN {sessions} s ON s.engine_id = c.holder_engine_id"
+                " AND s.epoch = c.holder_session_epoch AND s.closed_at_ms IS NULL"
                 " WHERE w.status = 'running'"
                 " AND GREATEST(w.updated_at_ms,"
                 " COALESCE((w.state->'park'->>'wake_at_ms')::bigint, 0)) < %s",
