@@ -1,4 +1,5 @@
 """python -m soak [--duration 600] [--kill-every 120] [--seed N] [--port P] [--var DIR]
+[--ownership-mode workflow-lease|engine-lease]
 
 Starts ./scripts/run exactly as the README says, on a fresh var/ folder (var/soak/<time>
 unless --var names one) with the demo rate on, kills a random engine (SIGKILL) every
@@ -50,6 +51,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=None)
     parser.add_argument("--port", type=int, default=None)
     parser.add_argument("--var", type=Path, default=None, help="a new folder for var/")
+    parser.add_argument(
+        "--ownership-mode",
+        choices=("workflow-lease", "engine-lease"),
+        default="workflow-lease",
+        help="the fleet's ownership mode (workflow-lease)",
+    )
     args = parser.parse_args(argv)
     stamp = datetime.datetime.now(datetime.UTC).strftime("%Y%m%d-%H%M%S")
     var_dir = (args.var or REPO / "var" / "soak" / stamp).resolve()
@@ -62,13 +69,14 @@ def main(argv: list[str] | None = None) -> int:
         seed=seed,
         var_dir=var_dir,
         port=args.port or free_port(),
+        ownership_mode=args.ownership_mode,
     )
     started = time.monotonic()
 
     def log(line: str) -> None:
         print(f"soak [{time.monotonic() - started:6.0f}s] {line}", flush=True)
 
-    log(f"seed {seed}; var {var_dir}; log {var_dir / 'run.log'}")
+    log(f"seed {seed}; {args.ownership_mode}; var {var_dir}; log {var_dir / 'run.log'}")
     passed, results = soak_run(options, log)
     print()
     for check in results:

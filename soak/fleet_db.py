@@ -58,11 +58,16 @@ class FleetDatabase:
         return candidates[-1] if candidates else None
 
     def claims_held_by(self, engine_id: str) -> dict[str, int]:
-        """workflow id -> epoch of every claim this engine holds."""
+        """workflow id -> epoch of every claim this engine holds: in the engine-lease mode,
+        those naming its session while the session is open (closing it gives them all up)."""
         return {
             str(w): int(e)  # type: ignore[call-overload]
             for w, e in self._query(
-                "SELECT workflow_id, epoch FROM claims_workflowclaim WHERE holder_engine_id = ?",
+                "SELECT c.workflow_id, c.epoch FROM claims_workflowclaim c"
+                " LEFT JOIN claims_enginesession s ON s.engine_id = c.holder_engine_id"
+                " AND s.epoch = c.holder_session_epoch"
+                " WHERE c.holder_engine_id = ? AND (c.holder_session_epoch IS NULL"
+                " OR (s.engine_id IS NOT NULL AND s.closed_at_ms IS NULL))",
                 (engine_id,),
             )
         }

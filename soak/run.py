@@ -41,6 +41,7 @@ class Options:
     seed: int
     var_dir: Path
     port: int
+    ownership_mode: str = "workflow-lease"
 
 
 @dataclass
@@ -65,7 +66,12 @@ class Soak:
         self.options = options
         self.log = log
         self.rng = random.Random(options.seed)
-        self.app = MainCommand(options.var_dir, options.port, options.var_dir / "run.log")
+        self.app = MainCommand(
+            options.var_dir,
+            options.port,
+            options.var_dir / "run.log",
+            env_extra={"WEFT_OWNERSHIP_MODE": options.ownership_mode},
+        )
         self.db = FleetDatabase(options.var_dir / "weftboard.sqlite3")
         self.record = Record()
         self.browser: Browser | None = None
