@@ -48,7 +48,9 @@ from .report import (
 from .setup import ROOT, configure_django, database_version, throwaway_database
 
 POSTGRES_URL = "postgres://postgres@127.0.0.1:5432/test"
-PARTS = ("renew", "reclaim", "failover", "micro", "pages", "sessions")
+PARTS = ("renew", "reclaim", "failover", "micro", "pages", "sessions", "fleet")
+# "fleet" seeds 1,000,000 workflows twice (minutes): run with --large, or ask for it by name.
+DEFAULT_PARTS = tuple(part for part in PARTS if part != "fleet")
 # The engine-lease mode's failover: one engine's whole session of claims.
 SESSION_FAILOVER_WORKFLOWS = 20_000
 DOCS_CHARTS = ROOT / "docs" / "benchmarks"
@@ -64,12 +66,13 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument(
         "--large",
         action="store_true",
-        help="also renew 100,000 claims and reclaim over 1,000,000 workflows",
+        help="also renew 100,000 claims, reclaim over 1,000,000 workflows, and run the fleet part",
     )
     parser.add_argument(
         "--only",
-        default=",".join(PARTS),
-        help=f"comma-separated subset of {','.join(PARTS)} (default: all)",
+        default=None,
+        help=f"comma-separated subset of {','.join(PARTS)} (default: all but fleet, which "
+        "--large adds)",
     )
     parser.add_argument(
         "--strict", action="store_true", help="exit 1 when a binding target is missed"
@@ -80,7 +83,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     # --both draws the charts of both databases once they have both run.
     parser.add_argument("--no-charts", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
-    args.parts = [part.strip() for part in args.only.split(",") if part.strip()]
+    default = ",".join(PARTS if args.large else DEFAULT_PARTS)
+    args.parts = [part.strip() for part in (args.only or default).split(",") if part.strip()]
     unknown = set(args.parts) - set(PARTS)
     if unknown:
         parser.error(f"unknown part(s) {sorted(unknown)}; choose from {PARTS}")
@@ -146,7 +150,16 @@ def load_average() -> str:
 
 def run_parts(args: argparse.Namespace, binding: bool) -> tuple[dict[str, Any], list[Target]]:
     """Run the chosen parts in order, printing each table as it is ready."""
-    from . import failover, micro, pages, reclaim, reclaim_scale, renew, session_renew
+    from . import (
+        failover,
+        fleet_scale,
+        micro,
+        pages,
+        reclaim,
+        reclaim_scale,
+        renew,
+        session_renew,
+    )
 
     payload: dict[str, Any] = {}
     targets: list[Target] = []
@@ -183,6 +196,9 @@ def run_parts(args: argparse.Namespace, binding: bool) -> tuple[dict[str, Any], 
         show(section, found)
     if "pages" in args.parts:
         payload["pages"], section, found = pages.run(binding=binding)
+        show(section, found)
+    if "fleet" in args.parts:
+        payload["fleet"], section, found = fleet_scale.run(binding=binding)
         show(section, found)
     return payload, targets
 

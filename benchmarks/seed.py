@@ -20,7 +20,7 @@ from typing import Any
 
 from django.db import connection
 
-from claims.models import ClaimEvent, Workflow, WorkflowClaim, WorkflowVisibility
+from claims.models import ClaimEvent, EngineSession, Workflow, WorkflowClaim, WorkflowVisibility
 
 from .setup import BATCH_SIZE
 
@@ -51,10 +51,15 @@ class Layout:
     reserve: int = 0
     ownerless: int = 0
     live_engines: int = 8
+    # The engine-lease mode: held claims name session 1 of their engine and store no
+    # expiry of their own (the caller opens the sessions); in_grace must then be empty.
+    sessions: bool = False
 
     def __post_init__(self) -> None:
         if math.gcd(STRIDE, self.total) != 1:
             raise ValueError(f"total {self.total} must be coprime with {STRIDE}")
+        if self.sessions and self.in_grace:
+            raise ValueError("under sessions a claim is in grace with its session: no in_grace")
         if self.held + self.in_grace + self.reserve + self.ownerless > self.total:
             raise ValueError("the bands do not fit in the total")
 
@@ -147,13 +152,16 @@ def seed(layout: Layout) -> dict[str, float | int | bool]:
         f"CASE WHEN r < {held_end} THEN {layout.now_ms + layout.ttl_ms} - g % 1000 "
         f"WHEN r < {grace_end} THEN {layout.now_ms - layout.renew_interval_ms} END"
     )
+    session_epoch = "NULL"
+    if layout.sessions:
+        expires, session_epoch = "NULL", f"CASE WHEN r < {held_end} THEN 1 END"
     _execute(
         f"{series} INSERT INTO {_table(WorkflowClaim)} "
         "(workflow_id, epoch, holder_engine_id, holder_epoch, holder_expires_at_ms, "
-        "holder_claimed_at_ms) "
+        "holder_claimed_at_ms, holder_session_epoch) "
         f"SELECT wid, 1 + g % 3, CASE WHEN r < {grace_end} THEN {live} END, "
         f"CASE WHEN r < {grace_end} THEN 1 + g % 3 END, {expires}, "
-        f"CASE WHEN r < {grace_end} THEN {layout.now_ms - MINUTE_MS} END "
+        f"CASE WHEN r < {grace_end} THEN {layout.now_ms - MINUTE_MS} END, {session_epoch} "
         f"FROM {numbers} WHERE r < {ownerless_start} OR r >= {ownerless_end}"
     )
     timings["claims_s"] = round(time.perf_counter() - mark, 2)
@@ -176,7 +184,7 @@ def vacuum_analyze() -> bool:
 
 def clear() -> None:
     """Empty the tables a fleet lives in (claim rows by raw SQL: the ORM refuses)."""
-    for model in (WorkflowClaim, ClaimEvent, WorkflowVisibility, Workflow):
+    for model in (WorkflowClaim, ClaimEvent, WorkflowVisibility, Workflow, EngineSession):
         if connection.vendor == "postgresql":
             _execute(f"TRUNCATE {_table(model)}")
         else:

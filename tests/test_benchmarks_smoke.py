@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from benchmarks import charts, failover, reclaim_scale, session_renew
+from benchmarks import charts, failover, fleet_scale, reclaim_scale, session_renew
 from benchmarks.seed import Layout, seed
 from claims.models import Workflow, WorkflowClaim, WorkflowVisibility
 from claims.protocol import ClaimTiming
@@ -182,3 +182,54 @@ def test_the_session_renew_benchmark_renews_every_claim_in_both_modes(
     }
     statement_targets = [t for t in targets if t.key.endswith(".statements")]
     assert [t.value for t in statement_targets] == [1, 1]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_seeded_session_claims_name_session_one_and_keep_no_expiry() -> None:
+    layout = Layout(
+        total=1_000,
+        now_ms=1_700_000_000_000,
+        ttl_ms=30_000,
+        renew_interval_ms=5_000,
+        held=300,
+        live_engines=3,
+        sessions=True,
+    )
+    seed(layout)
+
+    held = WorkflowClaim.objects.filter(workflow_id__in=layout.ids("held"))
+    assert held.count() == 300
+    assert set(held.values_list("holder_session_epoch", "holder_expires_at_ms")) == {(1, None)}
+    assert (
+        not WorkflowClaim.objects.exclude(workflow_id__in=layout.ids("held"))
+        .filter(holder_session_epoch__isnull=False)
+        .exists()
+    )
+    with pytest.raises(ValueError, match="in_grace"):
+        Layout(total=1_000, now_ms=0, ttl_ms=1, renew_interval_ms=1, in_grace=1, sessions=True)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_fleet_benchmark_renews_one_row_per_engine_and_reclaims_nothing(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from django.db import connection
+
+    monkeypatch.setattr(fleet_scale, "TOTAL", 2_000)
+    monkeypatch.setattr(fleet_scale, "ENGINES", 4)
+    monkeypatch.setattr(fleet_scale, "ONE_ENGINE_SHARE", 500)
+    monkeypatch.setattr(fleet_scale, "REPS", 1)
+
+    data, _section, targets = fleet_scale.run(binding=False)
+
+    if connection.vendor != "postgresql":
+        assert data == {"skipped": "PostgreSQL only"}
+        return
+    assert data["failures"] == []
+    assert data["engine-lease"]["renew"]["rows"] == 4
+    assert data["engine-lease"]["held"] == 2_000
+    assert data["workflow-lease"]["renew_one_engine"]["rows"] == 500
+    assert data["workflow-lease"]["renew"]["rows"] == 2_000
+    assert data["executing"] == 20
+    assert data["engine-lease"]["renew"]["wal_bytes"] < data["workflow-lease"]["renew"]["wal_bytes"]
+    assert [t.value for t in targets if t.key == "fleet.session_row_writes"] == [4]

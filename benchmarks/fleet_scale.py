@@ -1,0 +1,300 @@
+"""The fleet at a million, both ownership modes side by side: 1,000,000 running workflows
+held by 50 engines, 99 % of them parked (docs/design.md §12).
+
+Per renew interval, the whole fleet's row writes and WAL bytes (``pg_current_wal_insert_lsn``
+before and after): every engine's renew pass, plus one checkpoint of each executing
+workflow (1 %, 10,000: an UPDATE of its state, as the runtime writes it).
+
+- engine-lease: measured in full: the 50 engines renew their sessions (the real
+  statement, ``EngineSessionLease.renew``), then the 10,000 checkpoints.
+- workflow-lease: one engine's share measured with the real renew pass (20,000 claims),
+  times 50 engines, plus the same checkpoints measured in this run: a full pass of 1,000,000
+  claims would take minutes per interval on this machine. The rows marked "x 50" are that
+  extrapolation.
+
+And the reclaim pass with nothing stranded, by a 51st engine over each mode's fleet: the
+engine's own ``run_reclaim_pass``, median of REPS passes.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db import connection
+
+from claims.models import Workflow, WorkflowClaim
+from claims.protocol import (
+    ClaimMetrics,
+    ClaimRegistry,
+    ClaimTiming,
+    ReclaimTarget,
+    run_reclaim_pass,
+    run_renew_pass,
+)
+from claims.protocol.session_lease import EngineSessionLease
+from claims.protocol.testing import FakeClock
+from claims.runtime.types import is_type_registered
+from claims.store import OrmClaimStore
+
+from .pool import reclaim_pool
+from .report import Section, Target, Timing, fmt
+from .seed import Layout, clear, seed
+from .setup import timed_ms
+
+START_MS = 1_700_000_000_000
+TOTAL = 1_000_000
+ENGINES = 50
+EXECUTING_SHARE = 100  # one workflow in a hundred is executing; the rest are parked
+ONE_ENGINE_SHARE = TOTAL // ENGINES
+RECLAIMER = "bench-fleet-reclaimer"
+PER_CLAIM_ENGINE = "bench-fleet-per-claim"
+REPS = 5
+RECLAIM_TARGET_MS = 80.0  # the workflow-lease mode's pass at 1,000,000 (BENCHMARKS.md)
+CHECKPOINT_BATCH = 1_000
+
+
+def _wal_lsn() -> int:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_current_wal_insert_lsn() - '0/0'::pg_lsn")
+        return int(cursor.fetchone()[0])
+
+
+def _checkpoint_now() -> None:
+    """Write the loading's dirty pages out, so what is measured next does not share the
+    disk with a checkpoint the seed set off (and starts with fresh full-page images)."""
+    with connection.cursor() as cursor:
+        cursor.execute("CHECKPOINT")
+
+
+def _layout(sessions: bool) -> Layout:
+    timing = ClaimTiming()
+    return Layout(
+        total=TOTAL,
+        now_ms=START_MS,
+        ttl_ms=timing.ttl_ms,
+        renew_interval_ms=timing.renew_interval_ms,
+        held=TOTAL,
+        live_engines=ENGINES,
+        sessions=sessions,
+    )
+
+
+def _executing_ids() -> list[str]:
+    return list(
+        Workflow.objects.order_by("workflow_id").values_list("workflow_id", flat=True)[
+            ::EXECUTING_SHARE
+        ]
+    )
+
+
+def _checkpoints(ids: list[str], at_ms: int) -> int:
+    """One checkpoint per executing workflow: its state and time rewritten, one UPDATE
+    each (the runtime's fenced write); returns the rows written."""
+    table = connection.ops.quote_name(Workflow._meta.db_table)
+    written = 0
+    with connection.cursor() as cursor:
+        for start in range(0, len(ids), CHECKPOINT_BATCH):
+            chunk = ids[start : start + CHECKPOINT_BATCH]
+            cursor.executemany(
+                f"UPDATE {table} SET updated_at_ms = %s, state = state WHERE workflow_id = %s",
+                [(at_ms, workflow_id) for workflow_id in chunk],
+            )
+            written += len(chunk)
+    return written
+
+
+def _wal_of(fn: Any) -> tuple[int, float, Any]:
+    before = _wal_lsn()
+    elapsed, result = timed_ms(fn)
+    return _wal_lsn() - before, elapsed, result
+
+
+def _reclaim_pass_ms(registry: ClaimRegistry) -> tuple[Timing, list[int]]:
+    target = ReclaimTarget(
+        registry,
+        registry.store,
+        metrics=ClaimMetrics(),
+        on_reclaimed=lambda workflow_id: None,
+        is_type_registered=is_type_registered,
+    )
+    samples, reclaimed = [], []
+    with reclaim_pool() as pool:
+        run_reclaim_pass(target, executor=pool)  # warm-up
+        for _ in range(REPS):
+            elapsed, result = timed_ms(lambda: run_reclaim_pass(target, executor=pool))
+            samples.append(elapsed)
+            reclaimed.append(result.reclaimed_count)
+    return Timing(tuple(samples)), reclaimed
+
+
+def _engine_lease() -> dict[str, Any]:
+    clear()
+    seeded = seed(_layout(sessions=True))
+    timing, clock = ClaimTiming(), FakeClock(START_MS)
+    store = OrmClaimStore()
+    sessions = [
+        EngineSessionLease(store, engine_id=f"bench-live-{i}", clock=clock, timing=timing)
+        for i in range(ENGINES)
+    ]
+    for session in sessions:
+        if session.open().status != "opened" or session.epoch != 1:
+            raise RuntimeError("the seeded claims name session 1 of each engine")
+    executing = _executing_ids()
+    _checkpoint_now()
+    clock.advance(timing.renew_interval_ms)
+    renewals = [session.renew() for session in sessions]  # warm-up interval
+    clock.advance(timing.renew_interval_ms)
+    renew_wal, renew_ms, renewals = _wal_of(lambda: [session.renew() for session in sessions])
+    renewed = sum(result.status == "renewed" for result in renewals)
+    checkpoint_wal, checkpoint_ms, checkpoints = _wal_of(lambda: _checkpoints(executing, clock()))
+    reclaimer = ClaimRegistry(
+        store,
+        engine_id=RECLAIMER,
+        clock=clock,
+        timing=timing,
+        session=EngineSessionLease(store, engine_id=RECLAIMER, clock=clock, timing=timing),
+    )
+    reclaim, reclaimed = _reclaim_pass_ms(reclaimer)
+    return {
+        "seed": seeded,
+        "renew": {"rows": renewed, "wal_bytes": renew_wal, "ms": round(renew_ms, 1)},
+        "checkpoints": {"rows": checkpoints, "wal_bytes": checkpoint_wal},
+        "checkpoint_ms": round(checkpoint_ms, 1),
+        "reclaim": reclaim,
+        "reclaimed": reclaimed,
+        "held": WorkflowClaim.objects.filter(holder_session_epoch=1).count(),
+    }
+
+
+def _workflow_lease() -> dict[str, Any]:
+    clear()
+    seeded = seed(_layout(sessions=False))
+    timing, clock = ClaimTiming(), FakeClock(START_MS)
+    store = OrmClaimStore()
+    # One engine's real share, granted through the protocol so its cache holds them.
+    one = ClaimRegistry(store, engine_id=PER_CLAIM_ENGINE, clock=clock, timing=timing)
+    granted = one.acquire_many([f"fs-{i:07d}" for i in range(ONE_ENGINE_SHARE)])
+    if sum(result.status == "acquired" for result in granted.values()) != ONE_ENGINE_SHARE:
+        raise RuntimeError("could not grant one engine's share")
+    executing = _executing_ids()
+    _checkpoint_now()
+    clock.advance(timing.renew_interval_ms)
+    run_renew_pass(one)  # warm-up
+    clock.advance(timing.renew_interval_ms)
+    renew_wal, renew_ms, result = _wal_of(lambda: run_renew_pass(one))
+    checkpoint_wal, checkpoint_ms, checkpoints = _wal_of(lambda: _checkpoints(executing, clock()))
+    reclaimer = ClaimRegistry(store, engine_id=RECLAIMER, clock=clock, timing=timing)
+    reclaim, reclaimed = _reclaim_pass_ms(reclaimer)
+    return {
+        "seed": seeded,
+        "renew_one_engine": {
+            "rows": result.renewed_count,
+            "wal_bytes": renew_wal,
+            "ms": round(renew_ms, 1),
+        },
+        "renew": {
+            "rows": result.renewed_count * ENGINES,
+            "wal_bytes": renew_wal * ENGINES,
+            "extrapolated": True,
+        },
+        "checkpoints": {"rows": checkpoints, "wal_bytes": checkpoint_wal},
+        "checkpoint_ms": round(checkpoint_ms, 1),
+        "reclaim": reclaim,
+        "reclaimed": reclaimed,
+    }
+
+
+def _mb(n: int) -> str:
+    return f"{n / 1e6:,.2f} MB" if n >= 100_000 else f"{n:,} B"
+
+
+def run(*, binding: bool) -> tuple[dict[str, Any], Section, list[Target]]:
+    if connection.vendor != "postgresql":
+        section = Section("FLEET AT 1,000,000 WORKFLOWS", ("skipped",))
+        section.notes.append("PostgreSQL only: it measures WAL")
+        return {"skipped": "PostgreSQL only"}, section, []
+    session = _engine_lease()
+    per_claim = _workflow_lease()
+    section = Section(
+        f"FLEET AT {TOTAL:,} RUNNING WORKFLOWS  {ENGINES} engines, 99 % parked, per renew interval",
+        ("figure", "workflow-lease", "engine-lease"),
+    )
+    for label, key in (("renewals", "renew"), ("checkpoints (1 % executing)", "checkpoints")):
+        section.rows.append(
+            (
+                f"{label}: row writes",
+                f"{per_claim[key]['rows']:,}" + (" (x 50)" if key == "renew" else ""),
+                f"{session[key]['rows']:,}",
+            )
+        )
+        section.rows.append(
+            (
+                f"{label}: WAL",
+                _mb(per_claim[key]["wal_bytes"]) + (" (x 50)" if key == "renew" else ""),
+                _mb(session[key]["wal_bytes"]),
+            )
+        )
+    total_rows = {
+        name: data["renew"]["rows"] + data["checkpoints"]["rows"]
+        for name, data in (("workflow", per_claim), ("session", session))
+    }
+    total_wal = {
+        name: data["renew"]["wal_bytes"] + data["checkpoints"]["wal_bytes"]
+        for name, data in (("workflow", per_claim), ("session", session))
+    }
+    section.rows.append(
+        ("fleet total: row writes", f"{total_rows['workflow']:,}", f"{total_rows['session']:,}")
+    )
+    section.rows.append(("fleet total: WAL", _mb(total_wal["workflow"]), _mb(total_wal["session"])))
+    section.rows.append(
+        (
+            "renewal time",
+            f"{fmt(per_claim['renew_one_engine']['ms'])} ms per engine",
+            f"{fmt(session['renew']['ms'])} ms, all 50",
+        )
+    )
+    section.rows.append(
+        (
+            "reclaim pass, nothing stranded (median ms)",
+            fmt(per_claim["reclaim"].median),
+            fmt(session["reclaim"].median),
+        )
+    )
+    section.notes.append(
+        f"workflow-lease renewals: one engine's pass over its {ONE_ENGINE_SHARE:,} claims, "
+        f"measured, x {ENGINES} engines (a full 1,000,000-claim interval is not run)"
+    )
+    failures = []
+    if session["renew"]["rows"] != ENGINES:
+        failures.append(f"{session['renew']['rows']} of {ENGINES} sessions renewed")
+    if any(session["reclaimed"]) or any(per_claim["reclaimed"]):
+        failures.append("a reclaim pass took something over in a fleet with nothing stranded")
+    if failures:
+        section.notes.append("FAILURES: " + "; ".join(failures))
+    targets = [
+        Target(
+            "fleet.session_row_writes",
+            f"engine-lease renewals per interval, {TOTAL:,} workflows over {ENGINES} engines",
+            session["renew"]["rows"],
+            ENGINES,
+            "rows",
+            binding,
+        ),
+        Target(
+            "fleet.session_reclaim_ms",
+            f"engine-lease reclaim pass, {TOTAL:,} workflows, nothing stranded",
+            session["reclaim"].median,
+            max(RECLAIM_TARGET_MS, per_claim["reclaim"].median),
+            "ms",
+            binding,
+        ),
+    ]
+    data = {
+        "total": TOTAL,
+        "engines": ENGINES,
+        "executing": session["checkpoints"]["rows"],
+        "engine-lease": {**session, "reclaim": session["reclaim"].as_json()},
+        "workflow-lease": {**per_claim, "reclaim": per_claim["reclaim"].as_json()},
+        "failures": failures,
+    }
+    return data, section, targets
