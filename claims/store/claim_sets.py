@@ -193,7 +193,12 @@ class ClaimSetQueries(SessionQueries):
         return stale
 
     def _session_pairs(self) -> list[tuple[str, int]]:
-        sql = claim_statements(connection.vendor).next_session_pair
+        statements = claim_statements(connection.vendor)
+        if statements.session_pairs is not None:
+            with connection.cursor() as cursor:
+                cursor.execute(statements.session_pairs)
+                return [(engine, session) for engine, session in cursor.fetchall()]
+        sql = statements.next_session_pair
         pairs: list[tuple[str, int]] = []
         after: tuple[str, int] = ("", -1)
         with connection.cursor() as cursor:

@@ -78,6 +78,9 @@ class ClaimStatements:
     # The (engine, session epoch) pair after the one given, in the order of the partial
     # index workflow_claim_session_idx: one index step per pair the claims name.
     next_session_pair: str  # engine, session epoch
+    # Every such pair in one statement: the same index steps, walked by the server in a
+    # recursive query (PostgreSQL; SQLite has no LATERAL and steps from the client).
+    session_pairs: str | None
 
 
 class _Names(NamedTuple):
@@ -228,6 +231,24 @@ def _next_session_pair() -> str:
     )
 
 
+def _session_pairs(vendor: str) -> str | None:
+    if vendor != "postgresql":
+        return None
+    claims, _wf, _epoch, engine, _holder_epoch, _expires, _claimed, session = _names()
+    step = (
+        f"SELECT {engine}, {session} FROM {claims} WHERE {session} IS NOT NULL"
+        " {after} "
+        f"ORDER BY {engine}, {session} LIMIT 1"
+    )
+    return (
+        "WITH RECURSIVE pairs(engine, session) AS ("
+        f"({step.format(after='')}) UNION ALL "
+        "SELECT next.* FROM pairs, LATERAL ("
+        f"{step.format(after=f'AND ({engine}, {session}) > (pairs.engine, pairs.session)')}"
+        ") AS next) SELECT engine, session FROM pairs"
+    )
+
+
 @functools.cache
 def _statements(vendor: str) -> ClaimStatements:
     same = dialect(vendor, postgresql="IS NOT DISTINCT FROM", sqlite="IS")
@@ -276,6 +297,7 @@ def _statements(vendor: str) -> ClaimStatements:
         insert_many=_insert_many(vendor),
         renew_many=_renew_many(vendor),
         next_session_pair=_next_session_pair(),
+        session_pairs=_session_pairs(vendor),
     )
 
 
