@@ -57,10 +57,6 @@ class HeldClaims:
             raise ValueError("the session must belong to the registry's engine")
         self.session = session
         self._moves_read_at_ms: int | None = None  # forget_moved_claims' last look
-        self._grants_read_at_ms: int | None = None  # granted_unheld's last look
-        # Under a session: workflow id -> (the newest epoch cached, when), so a grant event
-        # of a claim this engine held and let go is not taken for one it never took up.
-        self._cached_epochs: dict[str, tuple[int, int]] = {}
         self._lock = threading.Lock()
         self._held: dict[str, Holder] = {}  # insertion order is grant order
         self._cooldown_from_ms: dict[str, int] = {}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 
-from .records import GRANT_KINDS, MOVE_KINDS, ClaimEventRecord
+from .records import MOVE_KINDS, ClaimEventRecord
 
 
 class MemoryEventLog:
@@ -26,16 +26,6 @@ class MemoryEventLog:
             (e.workflow_id, e.epoch_after)
             for e in self.events
             if e.kind in MOVE_KINDS and e.at_ms >= since_ms and e.epoch_after is not None
-        ]
-
-    def read_grants_to(self, engine_id: str, *, since_ms: int) -> list[tuple[str, int]]:
-        return [
-            (e.workflow_id, e.epoch_after)
-            for e in self.events
-            if e.kind in GRANT_KINDS
-            and e.engine_id == engine_id
-            and e.at_ms >= since_ms
-            and e.epoch_after is not None
         ]
 
     def _append(self, event: ClaimEventRecord | None) -> None:

@@ -85,10 +85,6 @@ def run_reclaim_pass(target: ReclaimTarget, *, executor: Mapper | None = None) -
     except Exception:
         logger.exception("could not read the claims moved since the last pass")
     try:
-        target.adopt_granted_unheld()
-    except Exception:
-        logger.exception("could not take up the claims granted to this engine")
-    try:
         candidates = target.list_candidates()
     except Exception:
         logger.exception("reclaim candidate discovery failed")

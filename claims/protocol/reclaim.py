@@ -141,17 +141,6 @@ class ReclaimTarget(SetBasedReclaim):
             return self._after_grant(workflow_id, acquired.epoch)
         return "lost-race"
 
-    def adopt_granted_unheld(self) -> int:
-        """Under a session: take up and drive the claims granted to this engine that it
-        does not hold (``SessionHeldClaims.granted_unheld``); returns how many."""
-        taken = 0
-        for workflow_id, epoch in self.registry.granted_unheld():
-            if self._disposing:
-                break
-            if self._is_running(workflow_id):
-                taken += self._adopt_own(workflow_id, epoch) == "reclaimed"
-        return taken
-
     def _is_ghost(self, workflow_id: str, held_by: str | None) -> bool:
         """The row names this engine, but the engine does not hold the claim."""
         return (

@@ -113,10 +113,6 @@ EventKind = Literal[
 MOVE_KINDS: frozenset[EventKind] = frozenset(
     {"takeover", "rotated", "forced_release", "forced_takeover"}
 )
-# The logged transitions that grant a claim to an engine: by its own pass, or from outside
-# it (an operator's forced takeover, a start that names the engine), which it learns of by
-# an adopt order through the broker, or failing that from these events (§12).
-GRANT_KINDS: frozenset[EventKind] = frozenset({"acquired", "takeover", "forced_takeover"})
 
 
 @dataclass(frozen=True, slots=True)

@@ -135,9 +135,6 @@ class SessionHeldClaims(HeldClaims):
 
     def _granted(self, workflow_id: str, holder: Holder, *, sent_monotonic_ms: int) -> ClaimResult:
         result = super()._granted(workflow_id, holder, sent_monotonic_ms=sent_monotonic_ms)
-        if self.session is not None and holder.epoch is not None:
-            with self._lock:
-                self._cached_epochs[workflow_id] = (holder.epoch, self.clock())
         if self._drop_if_under_old_session(workflow_id, holder):
             # Granted under a session lost meanwhile: the claim is takeover-eligible at
             # once, so it is not this engine's to drive; a later takeover can make it so.
@@ -243,42 +240,6 @@ class SessionHeldClaims(HeldClaims):
             # a renewal failure there: keep the counter's meaning the same in both modes.
             self.metrics.record_renewal_failure(len(lost))
         return len(lost)
-
-    def granted_unheld(self) -> list[tuple[str, int]]:
-        """Under a session: the claims granted to this engine at an epoch it does not hold,
-        most often an operator's forced takeover whose adopt order the broker lost. The
-        engine renews its session, never a claim, so such a claim would otherwise stay
-        live and undriven for as long as the engine lives; in the workflow-lease mode it
-        lapses unrenewed instead, and reclaim takes it back. Reads the grant events to this
-        engine since the last look, overlapping it by one TTL, as ``forget_moved_claims``."""
-        if self.session is None:
-            return []
-        now = self.clock()
-        since = (now if self._grants_read_at_ms is None else self._grants_read_at_ms) - (
-            self.timing.ttl_ms
-        )
-        grants = self.store.read_grants_to(self.engine_id, since_ms=since)
-        self._grants_read_at_ms = now
-        latest: dict[str, int] = {}
-        for workflow_id, epoch in grants:
-            latest[workflow_id] = max(epoch, latest.get(workflow_id, epoch))
-        with self._lock:
-            # What was cached before this read's window can no longer match an event in it.
-            for workflow_id, (_, at_ms) in list(self._cached_epochs.items()):
-                if at_ms < since - self.timing.ttl_ms:
-                    del self._cached_epochs[workflow_id]
-            return sorted(
-                (workflow_id, epoch)
-                for workflow_id, epoch in latest.items()
-                if workflow_id not in self._releasing and self._known_epoch(workflow_id) < epoch
-            )
-
-    def _known_epoch(self, workflow_id: str) -> int:
-        """The newest epoch of this claim that this engine held, recently or now (0: none);
-        caller holds the lock."""
-        held = self._held.get(workflow_id)
-        cached, _ = self._cached_epochs.get(workflow_id, (0, 0))
-        return max(cached, 0 if held is None or held.epoch is None else held.epoch)
 
     def _close_own_session(self) -> None:
         """At shutdown: close the session, which makes every claim of it takeover-eligible

@@ -115,11 +115,6 @@ class ClaimStore(SessionStore, Protocol):
         moved a claim to a new epoch: takeovers, rotations, forced releases and takeovers."""
         ...
 
-    def read_grants_to(self, engine_id: str, *, since_ms: int) -> list[tuple[str, int]]:
-        """(workflow id, epoch after) of every logged grant to ``engine_id`` since
-        ``since_ms``: its own acquisitions and takeovers, and forced takeovers to it."""
-        ...
-
     def read_claims(self, workflow_ids: Sequence[str]) -> dict[str, ClaimRow]:
         """The rows of many ids at once; ids without a row are absent."""
         ...

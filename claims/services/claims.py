@@ -284,9 +284,7 @@ def _grant_takeover(
 def _send_adopt(workflow_id: str, epoch: int, queue: str) -> None:
     """Tell the new holder, once; a broker that is down must not turn a committed takeover
     into an error for the operator (nor hold the request up retrying). Untold, the engine
-    never renews the claim, so it expires and the next reclaim pass takes the workflow;
-    under a session (which keeps the claim alive) the engine's next reclaim pass finds
-    the grant in the claim events and takes it up."""
+    never renews the claim, so it expires and the next reclaim pass takes the workflow."""
     from claims.tasks import adopt
 
     try:
@@ -294,7 +292,7 @@ def _send_adopt(workflow_id: str, epoch: int, queue: str) -> None:
     except Exception as error:
         logger.warning(
             "forced takeover of workflow %s at epoch %s committed, but the adopt message to %s"
-            " could not be sent (%s); the engine's reclaim pass takes the workflow up",
+            " could not be sent (%s); the claim expires unrenewed and reclaim takes it over",
             workflow_id,
             epoch,
             queue,

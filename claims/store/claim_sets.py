@@ -12,7 +12,7 @@ from django.db.models import F, Q
 
 from claims.models import ClaimEvent, WorkflowClaim
 from claims.protocol.constants import MAX_SAFE_INTEGER
-from claims.protocol.records import GRANT_KINDS, MOVE_KINDS, ClaimRow, GrantPlan, Holder
+from claims.protocol.records import MOVE_KINDS, ClaimRow, GrantPlan, Holder
 from claims.protocol.sessions import SessionRow
 
 from .rows import HOLDER_COLUMNS, claim_row_from_values, event_row
@@ -216,16 +216,6 @@ class ClaimSetQueries(SessionQueries):
             at_ms__gte=since_ms, kind__in=sorted(MOVE_KINDS), epoch_after__isnull=False
         ).values_list("workflow_id", "epoch_after")
         return [(workflow_id, epoch) for workflow_id, epoch in moves if epoch is not None]
-
-    def read_grants_to(self, engine_id: str, *, since_ms: int) -> list[tuple[str, int]]:
-        """Along the events' time index, as ``read_claim_moves``."""
-        grants = ClaimEvent.objects.filter(
-            at_ms__gte=since_ms,
-            kind__in=sorted(GRANT_KINDS),
-            engine_id=engine_id,
-            epoch_after__isnull=False,
-        ).values_list("workflow_id", "epoch_after")
-        return [(workflow_id, epoch) for workflow_id, epoch in grants if epoch is not None]
 
     def list_held_by(self, *, engine_id: str) -> list[str]:
         return list(

@@ -324,56 +324,6 @@ def test_the_reclaim_pass_drops_moved_claims_before_it_looks_for_work(
     assert sorted(owner.held_workflow_ids()) == ["wf-1", "wf-3"]
 
 
-def test_a_forced_takeover_whose_adopt_order_was_lost_is_taken_up_by_the_next_pass(
-    store: Any, engine: Engine, clock: FakeClock, workflows: Any, reclaim_target: Any
-) -> None:
-    """Under a session nobody renews a claim, so one granted to this engine that it never
-    heard of would stay live and undriven while the engine lives: its next reclaim pass
-    finds the grant in the claim events, takes it up at its epoch and drives it, once."""
-    workflows.put("wf-1")
-    target = engine("engine-b")
-    assert target.session_epoch() is not None
-    holding(engine, "engine-a", ["wf-1"])  # forced over to engine-b while engine-a lives
-    epoch = rotate_claim(
-        store,
-        "wf-1",
-        clock=clock,
-        kind="forced_takeover",
-        new_holder_engine_id="engine-b",
-        new_holder_session_epoch=target.session_epoch(),
-        ttl_ms=TTL_MS,
-        actor="op",
-    )
-    driven: list[str] = []
-    reclaimer = reclaim_target(target, on_reclaimed=driven.append)
-
-    run_reclaim_pass(reclaimer)
-    run_reclaim_pass(reclaimer)
-
-    assert target.current_epoch("wf-1") == epoch
-    assert driven == ["wf-1"]
-
-
-def test_claims_an_engine_held_and_let_go_are_not_taken_up_again(
-    store: Any, engine: Engine, clock: FakeClock, workflows: Any, reclaim_target: Any
-) -> None:
-    """Its own grant events name it too: a claim it released, or lost to a forced
-    takeover by another engine, is not taken back from them."""
-    workflows.put_many(["wf-1", "wf-2"], status="completed")  # reclaim would acquire
-    workflows.put("wf-3")  # a running, ownerless workflow again; their grants must not
-    owner = holding(engine, "engine-a", WORKFLOWS)
-    assert owner.release("wf-1").status == "released"
-    rotate_claim(store, "wf-2", clock=clock, kind="forced_release", actor="op")
-    counting = CountingStore(store)
-    driven: list[str] = []
-
-    assert owner.granted_unheld() == []
-    run_reclaim_pass(reclaim_target(owner, on=counting, on_reclaimed=driven.append))
-
-    assert driven == []
-    assert sorted(owner.held_workflow_ids()) == ["wf-3"]
-
-
 def test_outside_the_engine_lease_mode_nothing_is_read_for_moves(
     store: Any, registry: Callable[..., ClaimRegistry]
 ) -> None:
@@ -383,7 +333,6 @@ def test_outside_the_engine_lease_mode_nothing_is_read_for_moves(
     counting.calls.clear()
 
     assert per_claim.forget_moved_claims() == 0
-    assert per_claim.granted_unheld() == []
     assert counting.calls == []
 
 
