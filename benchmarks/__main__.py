@@ -194,6 +194,8 @@ def run_parts(args: argparse.Namespace, binding: bool) -> tuple[dict[str, Any], 
             binding=binding, mode="engine-lease", workflows=SESSION_FAILOVER_WORKFLOWS
         )
         show(section, found)
+        payload["pages_sessions"], section, found = pages.run(binding=binding, sessions=True)
+        show(section, found)
     if "pages" in args.parts:
         payload["pages"], section, found = pages.run(binding=binding)
         show(section, found)

@@ -33,6 +33,7 @@ from claims.models import (
     ClaimEvent,
     CounterName,
     Engine,
+    EngineSession,
     EngineStatus,
     FleetSnapshot,
     PendingRedrive,
@@ -131,6 +132,7 @@ def _clear() -> None:
         ClaimEvent,
         WorkflowVisibility,
         Workflow,
+        EngineSession,
         ReclaimCursor,
         PendingRedrive,
         ClaimCounter,
@@ -139,16 +141,20 @@ def _clear() -> None:
         VisibilityWatermark,
         FleetSnapshot,
     ):
-        if model in (WorkflowClaim, ClaimEvent, WorkflowVisibility, Workflow):
+        if model in (WorkflowClaim, ClaimEvent, WorkflowVisibility, Workflow, EngineSession):
             delete_rows(model)
         else:
             model.objects.all().delete()
     User.objects.filter(username="bench-operator").delete()
 
 
-def _arrange() -> tuple[Fleet, dict[str, Any]]:
+def _arrange(sessions: bool = False) -> tuple[Fleet, dict[str, Any]]:
     """100,000 workflows, each with a claim row: 40,000 held live by 46 engines, some in
-    grace, expired (held by the dead engines), invalid or stranded, the rest finished."""
+    grace, expired (held by the dead engines), invalid or stranded, the rest finished.
+
+    With ``sessions`` (the engine-lease mode) every holder names session 1 of its engine and
+    stores no expiry: the live engines' sessions are live, the disposing engine's is in
+    grace (the in-grace claims are its), the dead engines' expired long ago."""
     _clear()
     started = time.perf_counter()
     rng = random.Random(SEED)
@@ -248,7 +254,28 @@ def _arrange() -> tuple[Fleet, dict[str, Any]]:
         row.holder_epoch = epoch + 1 if kind == "invalid" else epoch  # a mismatch: invalid
         row.holder_expires_at_ms = expires
         row.holder_claimed_at_ms = expires - 30_000
+        if sessions:
+            if kind == "grace":
+                row.holder_engine_id = disposing[0]
+            row.holder_expires_at_ms, row.holder_session_epoch = None, 1
         return row
+
+    if sessions:
+        session_expiry = {
+            **dict.fromkeys(live, now + 10 * MINUTE_MS),
+            **dict.fromkeys(disposing, now - 2_000),
+            **dict.fromkeys(dead, now - 10 * MINUTE_MS),
+        }
+        EngineSession.objects.bulk_create(
+            EngineSession(
+                engine_id=engine_id,
+                epoch=1,
+                expires_at_ms=expires,
+                renewed_at_ms=expires - 30_000,
+                started_at_ms=now - 3_600_000,
+            )
+            for engine_id, expires in session_expiry.items()
+        )
 
     bulk_insert(WorkflowClaim, [claim(n) for n in range(CLAIMS)])
     featured = ids[cuts["live"][len(cuts["live"]) // 2]]
@@ -564,8 +591,9 @@ def _measure(client: Client, endpoint: Endpoint) -> tuple[Timing, int, int]:
     return Timing(tuple(samples)), statements, len(body)
 
 
-def run(*, binding: bool) -> tuple[dict[str, Any], Section, list[Target]]:
-    fleet, setup = _arrange()
+def run(*, binding: bool, sessions: bool = False) -> tuple[dict[str, Any], Section, list[Target]]:
+    """Every endpoint over the arranged fleet; ``sessions``: in the engine-lease mode."""
+    fleet, setup = _arrange(sessions)
     client = Client()
     client.force_login(_operator())
     results: list[tuple[Endpoint, Timing, int, int]] = []
@@ -575,9 +603,10 @@ def run(*, binding: bool) -> tuple[dict[str, Any], Section, list[Target]]:
             results.append((endpoint, timing, statements, size))
     snapshot = _snapshot_timing()
 
+    mode = "ENGINE-LEASE MODE, " if sessions else ""
     section = Section(
-        f"PAGES  {CLAIMS:,} claims ({HELD_LIVE:,} held live, {IN_GRACE} in grace, {EXPIRED:,} "
-        f"expired, {INVALID} invalid), {ENGINES} engines: server time per request, "
+        f"PAGES  {mode}{CLAIMS:,} claims ({HELD_LIVE:,} held live, {IN_GRACE} in grace, "
+        f"{EXPIRED:,} expired, {INVALID} invalid), {ENGINES} engines: server time per request, "
         f"{REPS} requests each",
         ("", "median ms", "p95 ms", "min-max", "target", "vs target", "queries", "KB"),
     )
@@ -597,7 +626,7 @@ def run(*, binding: bool) -> tuple[dict[str, Any], Section, list[Target]]:
         )
         targets.append(
             Target(
-                f"pages.{endpoint.key}",
+                f"pages{'_sessions' if sessions else ''}.{endpoint.key}",
                 f"{endpoint.label.strip()} median",
                 timing.median,
                 endpoint.limit_ms,
@@ -638,6 +667,7 @@ def run(*, binding: bool) -> tuple[dict[str, Any], Section, list[Target]]:
         + ("; ANALYZE after load" if setup["analyzed"] else "; no ANALYZE (SQLite default)")
     )
     payload = {
+        "mode": "engine-lease" if sessions else "workflow-lease",
         "claims": CLAIMS,
         "engines": ENGINES,
         "reps": REPS,

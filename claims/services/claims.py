@@ -284,7 +284,9 @@ def _grant_takeover(
 def _send_adopt(workflow_id: str, epoch: int, queue: str) -> None:
     """Tell the new holder, once; a broker that is down must not turn a committed takeover
     into an error for the operator (nor hold the request up retrying). Untold, the engine
-    never renews the claim, so it expires and the next reclaim pass takes the workflow."""
+    never renews the claim, so it expires and the next reclaim pass takes the workflow;
+    under a session, which keeps the claim alive, the engine's own audit of the rows naming
+    it (every third of a TTL) takes it up."""
     from claims.tasks import adopt
 
     try:
@@ -292,7 +294,7 @@ def _send_adopt(workflow_id: str, epoch: int, queue: str) -> None:
     except Exception as error:
         logger.warning(
             "forced takeover of workflow %s at epoch %s committed, but the adopt message to %s"
-            " could not be sent (%s); the claim expires unrenewed and reclaim takes it over",
+            " could not be sent (%s); the engine's reclaim pass takes the workflow up",
             workflow_id,
             epoch,
             queue,

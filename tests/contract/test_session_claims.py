@@ -324,6 +324,33 @@ def test_the_reclaim_pass_drops_moved_claims_before_it_looks_for_work(
     assert sorted(owner.held_workflow_ids()) == ["wf-1", "wf-3"]
 
 
+def test_a_forced_takeover_whose_adopt_order_was_lost_is_taken_up_by_the_audit(
+    store: Any, engine: Engine, clock: FakeClock, workflows: Any, reclaim_target: Any
+) -> None:
+    """Under a session nobody renews a claim, so one granted to this engine that it never
+    heard of does not lapse: the reclaim pass's audit of the rows naming the engine takes
+    it up at its epoch and drives it."""
+    workflows.put("wf-1")
+    target = engine("engine-b")
+    holding(engine, "engine-a", ["wf-1"])  # forced over to engine-b while engine-a lives
+    epoch = rotate_claim(
+        store,
+        "wf-1",
+        clock=clock,
+        kind="forced_takeover",
+        new_holder_engine_id="engine-b",
+        new_holder_session_epoch=target.session_epoch(),
+        ttl_ms=TTL_MS,
+        actor="op",
+    )
+    driven: list[str] = []
+
+    run_reclaim_pass(reclaim_target(target, on_reclaimed=driven.append))
+
+    assert target.current_epoch("wf-1") == epoch
+    assert driven == ["wf-1"]
+
+
 def test_outside_the_engine_lease_mode_nothing_is_read_for_moves(
     store: Any, registry: Callable[..., ClaimRegistry]
 ) -> None:
