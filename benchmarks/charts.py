@@ -4,6 +4,8 @@ ratios.png: every ratio figure of the run (a target in ``x``, or a ``*_over_*`` 
 anywhere in a part's results), one bar per database, its target marked. reclaim-scale.png:
 reclaim pass time against the stranded count and against the total. failover.png:
 workflows held again over time after an engine died. pages.png: server time per page.
+ownership-modes.png: the renew pass of one engine in each ownership mode, its time and its
+WAL against the claims it holds.
 """
 
 from __future__ import annotations
@@ -273,11 +275,47 @@ def _pages(plt: Any, runs: list[dict[str, Any]]) -> Any:
     return fig
 
 
+MODE_STYLES = {"workflow-lease": ("#4C72B0", "o-"), "engine-lease": ("#DD8452", "s-")}
+
+
+def _ownership_modes(plt: Any, runs: list[dict[str, Any]]) -> Any:
+    """Renew pass time and WAL per pass against claims held, both modes, log-log."""
+    runs = [run for run in runs if run.get("sessions", {}).get("modes")]
+    if not runs:
+        return None
+    modes = runs[-1]["sessions"]["modes"]  # the last database given (PostgreSQL with --both)
+    fig, (time_ax, wal_ax) = plt.subplots(1, 2, figsize=(11, 4))
+    for mode, (color, style) in MODE_STYLES.items():
+        points = sorted(
+            (int(key.split("/")[1]), value)
+            for key, value in modes.items()
+            if key.split("/")[0] == mode
+        )
+        if not points:
+            continue
+        sizes = [n for n, _ in points]
+        time_ax.plot(sizes, [v["median_ms"] for _, v in points], style, color=color, label=mode)
+        wal = [(n, v["wal_bytes"]) for n, v in points if v.get("wal_bytes")]
+        if wal:
+            wal_ax.plot([n for n, _ in wal], [b for _, b in wal], style, color=color, label=mode)
+    for ax, label in ((time_ax, "renew pass, median ms"), (wal_ax, "WAL bytes per pass")):
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel("claims held by the engine")
+        ax.set_ylabel(label)
+        ax.grid(alpha=0.3, which="both")
+        ax.legend(fontsize=8)
+    vendor = NAMES.get(runs[-1].get("vendor", ""), "")
+    fig.suptitle(f"Renew pass of one engine by ownership mode ({vendor})")
+    return fig
+
+
 CHARTS = (
     ("ratios", _ratios),
     ("reclaim-scale", _reclaim_scale),
     ("failover", _failover),
     ("pages", _pages),
+    ("ownership-modes", _ownership_modes),
 )
 
 

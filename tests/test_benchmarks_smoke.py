@@ -133,6 +133,13 @@ def _results(vendor: str) -> dict[str, Any]:
             "engines": 50,
             "endpoints": [{"key": "audit", "median_ms": 9.0, "p95_ms": 12.0, "limit_ms": 50.0}],
         },
+        "sessions": {
+            "modes": {
+                f"{mode}/{n}": {"median_ms": ms * n, "wal_bytes": wal * n}
+                for n in (10, 100)
+                for mode, ms, wal in (("workflow-lease", 0.5, 800), ("engine-lease", 0.01, 12))
+            }
+        },
     }
 
 
@@ -155,6 +162,7 @@ def test_charts_are_written_as_png(tmp_path: Path) -> None:
 
     assert sorted(p.name for p in written) == [
         "failover.png",
+        "ownership-modes.png",
         "pages.png",
         "ratios.png",
         "reclaim-scale.png",
