@@ -15,7 +15,7 @@ from ._fleet import RENEW_INTERVAL_MS, Fleet, wait_until
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(180)]
 
-STEPS = 30
+STEPS = 60  # long enough that A is still stepping once B consumes
 STEP_DELAY_MS = 400
 
 
@@ -38,6 +38,15 @@ def test_forced_takeover_is_adopted_and_driven_by_the_target_engine(fleet: Fleet
     # B boots while A keeps stepping (the workflow runs for about STEPS x STEP_DELAY_MS).
     engine_b = fleet.start_engine("engineB")
     b_row = fleet.wait_registered([engine_b])[engine_b.name]
+    # An engine registers in worker_init, before Celery consumes its queue; on a loaded
+    # machine that can be seconds later. The adopt order waits in the queue meanwhile, so
+    # the bound below is measured from a worker that consumes.
+    wait_until(
+        lambda: f"{engine_b.name}@" in engine_b.log_text() and " ready." in engine_b.log_text(),
+        timeout_s=30,
+        what="B's worker to consume its queue",
+        check=fleet.check_alive,
+    )
     assert Workflow.objects.get(workflow_id=wf).status == "running", "A finished too soon"
 
     new_epoch = claim_force_takeover(
