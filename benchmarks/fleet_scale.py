@@ -41,7 +41,7 @@ from .pool import reclaim_pool
 from .reclaim import SourceTimedStore
 from .report import Section, Target, Timing, fmt
 from .seed import Layout, clear, seed
-from .setup import timed_ms
+from .setup import settle_writes, timed_ms, wal_lsn
 
 START_MS = 1_700_000_000_000
 TOTAL = 1_000_000
@@ -53,19 +53,6 @@ PER_CLAIM_ENGINE = "bench-fleet-per-claim"
 REPS = 5
 RECLAIM_TARGET_MS = 80.0  # the workflow-lease mode's pass at 1,000,000 (BENCHMARKS.md)
 CHECKPOINT_BATCH = 1_000
-
-
-def _wal_lsn() -> int:
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT pg_current_wal_insert_lsn() - '0/0'::pg_lsn")
-        return int(cursor.fetchone()[0])
-
-
-def _checkpoint_now() -> None:
-    """Write the loading's dirty pages out, so what is measured next does not share the
-    disk with a checkpoint the seed set off (and starts with fresh full-page images)."""
-    with connection.cursor() as cursor:
-        cursor.execute("CHECKPOINT")
 
 
 def _layout(sessions: bool) -> Layout:
@@ -115,9 +102,13 @@ def _steady_checkpoints(ids: list[str], clock: FakeClock) -> tuple[int, float, i
 
 
 def _wal_of(fn: Any) -> tuple[int, float, Any]:
-    before = _wal_lsn()
+    before = wal_lsn()
     elapsed, result = timed_ms(fn)
-    return _wal_lsn() - before, elapsed, result
+    after = wal_lsn()
+    # This part runs on PostgreSQL only, where the position is always known.
+    assert before is not None
+    assert after is not None
+    return after - before, elapsed, result
 
 
 def _reclaim_pass_ms(registry: ClaimRegistry) -> tuple[Timing, list[int], dict[str, float]]:
@@ -160,7 +151,7 @@ def _engine_lease() -> dict[str, Any]:
         if session.open().status != "opened" or session.epoch != 1:
             raise RuntimeError("the seeded claims name session 1 of each engine")
     executing = _executing_ids()
-    _checkpoint_now()
+    settle_writes()
     clock.advance(timing.renew_interval_ms)
     renewals = [session.renew() for session in sessions]  # warm-up interval
     clock.advance(timing.renew_interval_ms)
@@ -199,7 +190,7 @@ def _workflow_lease() -> dict[str, Any]:
     if sum(result.status == "acquired" for result in granted.values()) != ONE_ENGINE_SHARE:
         raise RuntimeError("could not grant one engine's share")
     executing = _executing_ids()
-    _checkpoint_now()
+    settle_writes()
     clock.advance(timing.renew_interval_ms)
     run_renew_pass(one)  # warm-up
     clock.advance(timing.renew_interval_ms)

@@ -17,7 +17,7 @@ from claims.protocol.testing import FakeClock
 from claims.store import OrmClaimStore
 
 from .report import Section, Target, Timing, fmt, ratio
-from .setup import analyze, delete_rows, timed_ms
+from .setup import analyze, delete_rows, settle_writes, timed_ms, wal_lsn
 
 ENGINE = "bench-session"
 START_MS = 1_700_000_000_000
@@ -28,23 +28,6 @@ REPS = {"workflow-lease": 5, "engine-lease": 31}
 SESSION_PASS_TARGET_MS = 5.0
 # "Flat": the largest size's pass may cost at most this much more than the smallest's.
 FLATNESS_TARGET = 1.5
-
-
-def _wal_lsn() -> int | None:
-    """PostgreSQL's WAL insert position in bytes; None on SQLite."""
-    if connection.vendor != "postgresql":
-        return None
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT pg_current_wal_insert_lsn() - '0/0'::pg_lsn")
-        return int(cursor.fetchone()[0])
-
-
-def _settle_writes() -> None:
-    """On PostgreSQL, write the setup's dirty pages out now (CHECKPOINT), so the passes
-    measured next do not share the disk with a checkpoint the loading set off."""
-    if connection.vendor == "postgresql":
-        with connection.cursor() as cursor:
-            cursor.execute("CHECKPOINT")
 
 
 def _registry(mode: str, clock: FakeClock, timing: ClaimTiming) -> ClaimRegistry:
@@ -72,7 +55,7 @@ def _measure(mode: str, n: int) -> dict[str, Any]:
     if sum(result.status == "acquired" for result in granted.values()) != n:
         raise RuntimeError(f"{mode}: could not acquire {n} claims")
     analyze()
-    _settle_writes()
+    settle_writes()
     failures: list[str] = []
 
     def one_pass() -> Any:
@@ -84,9 +67,9 @@ def _measure(mode: str, n: int) -> dict[str, Any]:
 
     with CaptureQueriesContext(connection) as queries:
         one_pass()
-    before = _wal_lsn()
+    before = wal_lsn()
     one_pass()
-    after = _wal_lsn()
+    after = wal_lsn()
     samples = [timed_ms(one_pass)[0] for _ in range(REPS[mode])]
     return {
         "n": n,

@@ -122,3 +122,24 @@ def database_version() -> str:
             return f"PostgreSQL {cursor.fetchone()[0]}"
         cursor.execute("SELECT sqlite_version()")
         return f"SQLite {cursor.fetchone()[0]}"
+
+
+def wal_lsn() -> int | None:
+    """PostgreSQL's WAL insert position in bytes; None on SQLite."""
+    from django.db import connection
+
+    if connection.vendor != "postgresql":
+        return None
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_current_wal_insert_lsn() - '0/0'::pg_lsn")
+        return int(cursor.fetchone()[0])
+
+
+def settle_writes() -> None:
+    """On PostgreSQL, write the setup's dirty pages out now (CHECKPOINT), so the passes
+    measured next do not share the disk with a checkpoint the loading set off."""
+    from django.db import connection
+
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("CHECKPOINT")

@@ -23,10 +23,10 @@ from claims.models import Engine, OwnershipModeMarker
 from claims.protocol.constants import ENGINE_OWNERSHIP_MODES
 from claims.protocol.errors import ConflictError, InvalidInputError
 from claims.protocol.log_events import log_event
+from claims.selectors.fleet_totals import LIVE_ENGINE_STATUSES
 
 logger = logging.getLogger("weftboard.claims")
 
-LIVE_STATUSES = ("active", "disposing")
 NAMED_ENGINES = 10
 
 
@@ -51,7 +51,7 @@ def ownership_mode_switch(*, mode: str, now_ms: int, actor: str) -> ModeSwitch:
     with transaction.atomic():
         marker = OwnershipModeMarker.objects.select_for_update().filter(id=1).first()
         running = list(
-            Engine.objects.filter(status__in=LIVE_STATUSES)
+            Engine.objects.filter(status__in=LIVE_ENGINE_STATUSES)
             .order_by("engine_id")
             .values_list("engine_id", flat=True)[: NAMED_ENGINES + 1]
         )

@@ -80,14 +80,7 @@ def _session_out(engine: Engine) -> EngineSessionOut | None:
     session = session_of(engine)
     if session is None:
         return None
-    return EngineSessionOut(
-        epoch=session.epoch,
-        expires_at_ms=session.expires_at_ms,
-        renewed_at_ms=session.renewed_at_ms,
-        started_at_ms=session.started_at_ms,
-        closed_at_ms=session.closed_at_ms,
-        closed_by=session.closed_by,
-    )
+    return EngineSessionOut(**fields_from(session, EngineSessionOut))
 
 
 class EngineListOut(Schema):
