@@ -16,6 +16,10 @@ Parts (``--only``, comma-separated; all by default):
   pages     the claims page, every live fragment and /metrics: 100,000 claims, 50 engines
   sessions  the renew pass of both ownership modes at 1,000, 10,000 and 100,000 claims,
             and failover of an engine-lease engine's 20,000 claims
+  fleet     row writes and WAL per renew interval, 1,000,000 workflows over 50 engines,
+            in both ownership modes (with --large, or by name)
+  pages-1m  the pages part over 1,000,000 claims (900,000 more parked, held live), in both
+            ownership modes (with --large, or by name)
 
 Options:
   --large    renew also 100,000 claims; reclaim at scale over 100,000 and 1,000,000
@@ -48,9 +52,13 @@ from .report import (
 from .setup import ROOT, configure_django, database_version, throwaway_database
 
 POSTGRES_URL = "postgres://postgres@127.0.0.1:5432/test"
-PARTS = ("renew", "reclaim", "failover", "micro", "pages", "sessions", "fleet")
-# "fleet" seeds 1,000,000 workflows twice (minutes): run with --large, or ask for it by name.
-DEFAULT_PARTS = tuple(part for part in PARTS if part != "fleet")
+PARTS = ("renew", "reclaim", "failover", "micro", "pages", "sessions", "fleet", "pages-1m")
+# "fleet" and "pages-1m" seed 1,000,000 workflows twice (minutes each): run with --large, or
+# ask for them by name.
+LARGE_PARTS = ("fleet", "pages-1m")
+DEFAULT_PARTS = tuple(part for part in PARTS if part not in LARGE_PARTS)
+# The pages at a million claims: the pages part's 100,000 and this many parked.
+PAGES_PARKED = 900_000
 # The engine-lease mode's failover: one engine's whole session of claims.
 SESSION_FAILOVER_WORKFLOWS = 20_000
 DOCS_CHARTS = ROOT / "docs" / "benchmarks"
@@ -66,13 +74,14 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument(
         "--large",
         action="store_true",
-        help="also renew 100,000 claims, reclaim over 1,000,000 workflows, and run the fleet part",
+        help="also renew 100,000 claims, reclaim over 1,000,000 workflows, and run the fleet "
+        "and pages-1m parts",
     )
     parser.add_argument(
         "--only",
         default=None,
-        help=f"comma-separated subset of {','.join(PARTS)} (default: all but fleet, which "
-        "--large adds)",
+        help=f"comma-separated subset of {','.join(PARTS)} (default: all but fleet and "
+        "pages-1m, which --large adds)",
     )
     parser.add_argument(
         "--strict", action="store_true", help="exit 1 when a binding target is missed"
@@ -202,6 +211,13 @@ def run_parts(args: argparse.Namespace, binding: bool) -> tuple[dict[str, Any], 
     if "fleet" in args.parts:
         payload["fleet"], section, found = fleet_scale.run(binding=binding)
         show(section, found)
+    if "pages-1m" in args.parts:
+        for sessions in (False, True):
+            key = "pages_1m_sessions" if sessions else "pages_1m"
+            payload[key], section, found = pages.run(
+                binding=binding, sessions=sessions, parked=PAGES_PARKED
+            )
+            show(section, found)
     return payload, targets
 
 

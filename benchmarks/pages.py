@@ -49,7 +49,8 @@ from claims.protocol.reclaim import CURSOR_NAME
 from claims.selectors.claim_order import SORT_KEYS, ClaimSort, encode_cursor
 
 from .report import Section, Target, Timing, fmt
-from .setup import analyze, bulk_insert, delete_rows, timed_ms
+from .seed import add_parked, clear
+from .setup import analyze, bulk_insert, timed_ms
 
 CLAIMS = 100_000
 ENGINES = 50
@@ -79,9 +80,9 @@ class Endpoint:
     path: str
     target: str | None  # the HX-Target of a fragment request; None: a full page or /metrics
     limit_ms: float
-    # The overview reads the fleet snapshot beat takes every renew interval: "fresh" takes
-    # one first, as beat would have; "none" deletes it (the overview then scans itself).
-    snapshot: str | None = None
+    # Several views read the fleet snapshot beat takes every renew interval: "fresh" takes
+    # one first, as beat would have; "none" deletes it (they then count for themselves).
+    snapshot: str = "fresh"
     binding: bool = True
 
 
@@ -127,12 +128,8 @@ def _pass_summary(rng: random.Random, now: int) -> dict[str, Any]:
 
 
 def _clear() -> None:
+    clear()  # the tables a fleet lives in, by TRUNCATE on PostgreSQL
     for model in (
-        WorkflowClaim,
-        ClaimEvent,
-        WorkflowVisibility,
-        Workflow,
-        EngineSession,
         ReclaimCursor,
         PendingRedrive,
         ClaimCounter,
@@ -141,16 +138,14 @@ def _clear() -> None:
         VisibilityWatermark,
         FleetSnapshot,
     ):
-        if model in (WorkflowClaim, ClaimEvent, WorkflowVisibility, Workflow, EngineSession):
-            delete_rows(model)
-        else:
-            model.objects.all().delete()
+        model.objects.all().delete()
     User.objects.filter(username="bench-operator").delete()
 
 
-def _arrange(sessions: bool = False) -> tuple[Fleet, dict[str, Any]]:
+def _arrange(sessions: bool = False, parked: int = 0) -> tuple[Fleet, dict[str, Any]]:
     """100,000 workflows, each with a claim row: 40,000 held live by 46 engines, some in
-    grace, expired (held by the dead engines), invalid or stranded, the rest finished.
+    grace, expired (held by the dead engines), invalid or stranded, the rest finished;
+    and ``parked`` more, running and held live by the live engines (loaded in SQL).
 
     With ``sessions`` (the engine-lease mode) every holder names session 1 of its engine and
     stores no expiry: the live engines' sessions are live, the disposing engine's is in
@@ -180,7 +175,7 @@ def _arrange(sessions: bool = False) -> tuple[Fleet, dict[str, Any]]:
                 if engine_id in disposing
                 else EngineStatus.ACTIVE
             ),
-            held_count=HELD_LIVE // len(live),
+            held_count=(HELD_LIVE + parked) // len(live),
             version="0.1.0",
             pass_summary=_pass_summary(rng, now),
         )
@@ -344,6 +339,8 @@ def _arrange(sessions: bool = False) -> tuple[Fleet, dict[str, Any]]:
         for i in range(3)
     )
     VisibilityWatermark.objects.create(pk=1, version=3, built_at_ms=now - 86_400_000)
+    if parked:
+        add_parked(parked, live, now_ms=now, sessions=sessions)
     analyzed = analyze()
     fleet = Fleet(engines, live, featured, dead[0])
     return fleet, {"load_s": round(time.perf_counter() - started, 1), "analyzed": analyzed}
@@ -400,7 +397,7 @@ def _with_and_without_snapshot(key: str, label: str, path: str) -> list[Endpoint
     counts on every request (beat down)."""
     target = f"{key}-live"
     return [
-        Endpoint(key, label, path, target, FRAGMENT_TARGET_MS, snapshot="fresh"),
+        Endpoint(key, label, path, target, FRAGMENT_TARGET_MS),
         Endpoint(
             f"{key}_no_snapshot",
             "  with no fresh snapshot",
@@ -556,7 +553,20 @@ def _take_snapshot() -> None:
     fleet_snapshot_take(now_ms=fleet_clock()(), timing=claim_timing())
 
 
-def _prepare(endpoint: Endpoint) -> None:
+def _keep_alive(fleet: Fleet) -> None:
+    """What the live engines write every renew interval: a heartbeat, and in the engine-lease
+    mode a renewed session; without them they would turn silent (and their sessions lapse)
+    while the endpoints are measured, and the pages would be measured for a dying fleet."""
+    now = fleet_clock()()
+    alive = fleet.engines[DEAD_ENGINES:]  # the live ones and the disposing one
+    Engine.objects.filter(engine_id__in=alive).update(heartbeat_at_ms=now - 1_000)
+    EngineSession.objects.filter(engine_id__in=fleet.live_engines).update(
+        expires_at_ms=now + 10 * MINUTE_MS, renewed_at_ms=now - 1_000
+    )
+
+
+def _prepare(fleet: Fleet, endpoint: Endpoint) -> None:
+    _keep_alive(fleet)
     if endpoint.snapshot == "fresh":
         _take_snapshot()
     elif endpoint.snapshot == "none":
@@ -570,9 +580,9 @@ def _snapshot_timing() -> Timing:
     return Timing(tuple(timed_ms(_take_snapshot)[0] for _ in range(SNAPSHOT_REPS)))
 
 
-def _measure(client: Client, endpoint: Endpoint) -> tuple[Timing, int, int]:
+def _measure(client: Client, fleet: Fleet, endpoint: Endpoint) -> tuple[Timing, int, int]:
     # Well inside the snapshot's freshness (2 renew intervals): the whole measure takes ~1 s.
-    _prepare(endpoint)
+    _prepare(fleet, endpoint)
     for _ in range(WARMUP):
         _request(client, endpoint)
     with CaptureQueriesContext(connection) as queries:
@@ -591,21 +601,25 @@ def _measure(client: Client, endpoint: Endpoint) -> tuple[Timing, int, int]:
     return Timing(tuple(samples)), statements, len(body)
 
 
-def run(*, binding: bool, sessions: bool = False) -> tuple[dict[str, Any], Section, list[Target]]:
-    """Every endpoint over the arranged fleet; ``sessions``: in the engine-lease mode."""
-    fleet, setup = _arrange(sessions)
+def run(
+    *, binding: bool, sessions: bool = False, parked: int = 0
+) -> tuple[dict[str, Any], Section, list[Target]]:
+    """Every endpoint over the arranged fleet; ``sessions``: in the engine-lease mode;
+    ``parked``: that many more running workflows, held live (900,000: a million claims)."""
+    fleet, setup = _arrange(sessions, parked)
     client = Client()
     client.force_login(_operator())
     results: list[tuple[Endpoint, Timing, int, int]] = []
     with _production_templates():
         for endpoint in _endpoints(fleet):
-            timing, statements, size = _measure(client, endpoint)
+            timing, statements, size = _measure(client, fleet, endpoint)
             results.append((endpoint, timing, statements, size))
     snapshot = _snapshot_timing()
 
     mode = "ENGINE-LEASE MODE, " if sessions else ""
     section = Section(
-        f"PAGES  {mode}{CLAIMS:,} claims ({HELD_LIVE:,} held live, {IN_GRACE} in grace, "
+        f"PAGES  {mode}{CLAIMS + parked:,} claims ({HELD_LIVE + parked:,} held live, "
+        f"{IN_GRACE} in grace, "
         f"{EXPIRED:,} expired, {INVALID} invalid), {ENGINES} engines: server time per request, "
         f"{REPS} requests each",
         ("", "median ms", "p95 ms", "min-max", "target", "vs target", "queries", "KB"),
@@ -626,7 +640,8 @@ def run(*, binding: bool, sessions: bool = False) -> tuple[dict[str, Any], Secti
         )
         targets.append(
             Target(
-                f"pages{'_sessions' if sessions else ''}.{endpoint.key}",
+                f"pages{'_sessions' if sessions else ''}{'_large' if parked else ''}."
+                f"{endpoint.key}",
                 f"{endpoint.label.strip()} median",
                 timing.median,
                 endpoint.limit_ms,
@@ -668,7 +683,8 @@ def run(*, binding: bool, sessions: bool = False) -> tuple[dict[str, Any], Secti
     )
     payload = {
         "mode": "engine-lease" if sessions else "workflow-lease",
-        "claims": CLAIMS,
+        "claims": CLAIMS + parked,
+        "parked": parked,
         "engines": ENGINES,
         "reps": REPS,
         "setup": setup,

@@ -210,3 +210,57 @@ def execute_in(sql: str, ids: list[str], params: tuple[Any, ...] = ()) -> int:
 def count_in(sql: str, ids: list[str], params: tuple[Any, ...] = ()) -> int:
     """Sum a ``SELECT COUNT(*) ... IN ({ids})`` over ids in chunks."""
     return sum(int(cursor.fetchone()[0]) for cursor in _each_chunk(sql, ids, params))
+
+
+def add_parked(
+    count: int, engines: list[str], *, now_ms: int, sessions: bool, prefix: str = "wf-p"
+) -> dict[str, float | int | bool]:
+    """Add ``count`` parked workflows to a fleet already there: running, indexed, each held
+    live by one of ``engines`` (in turn) and acquired once (one claim event), under session
+    1 of its engine in the engine-lease mode (the caller opens the sessions) or with an
+    expiry well inside the TTL. Their ids (``prefix`` and 7 digits) sort after ``wf-0...``."""
+    if not engines:
+        raise ValueError("parked workflows need at least one live engine")
+    series = _series(count)
+    if connection.vendor == "postgresql":
+        wid = f"'{prefix}' || lpad(g::text, 7, '0')"
+        state = 'CAST(\'{"input": "parked", "steps": {}}\' AS jsonb)'
+    else:
+        wid = f"printf('{prefix}%07d', g)"
+        state = '\'{"input": "parked", "steps": {}}\''
+    holder = "CASE g % {n} {whens} END".format(
+        n=len(engines),
+        whens=" ".join(f"WHEN {i} THEN '{engine}'" for i, engine in enumerate(engines)),
+    )
+    numbers = f"(SELECT g, {wid} AS wid, {holder} AS holder FROM s) AS n"
+    created = now_ms - DAY_MS
+    claimed = now_ms - 10 * MINUTE_MS
+    expires, session_epoch = ("NULL", "1") if sessions else (f"{now_ms + 10 * MINUTE_MS}", "NULL")
+    timings: dict[str, float | int | bool] = {"parked": count}
+    started = time.perf_counter()
+    _execute(
+        f"{series} INSERT INTO {_table(Workflow)} "
+        "(workflow_id, workflow_type, status, state, created_at_ms, updated_at_ms) "
+        f"SELECT wid, {_type()}, 'running', {state}, {created} + g, {claimed} FROM {numbers}"
+    )
+    _execute(
+        f"{series} INSERT INTO {_table(WorkflowVisibility)} "
+        "(workflow_id, status, workflow_type, updated_at_ms) "
+        f"SELECT wid, 'running', {_type()}, {claimed} FROM {numbers}"
+    )
+    _execute(
+        f"{series} INSERT INTO {_table(WorkflowClaim)} "
+        "(workflow_id, epoch, holder_engine_id, holder_epoch, holder_expires_at_ms, "
+        "holder_claimed_at_ms, holder_session_epoch) "
+        f"SELECT wid, 1, holder, 1, {expires}, {claimed}, {session_epoch} FROM {numbers}"
+    )
+    _execute(
+        f"{series} INSERT INTO {_table(ClaimEvent)} "
+        "(workflow_id, kind, epoch_before, epoch_after, engine_id, reason, at_ms) "
+        f"SELECT wid, 'acquired', NULL, 1, holder, '', {claimed} FROM {numbers}"
+    )
+    timings["insert_s"] = round(time.perf_counter() - started, 2)
+    mark = time.perf_counter()
+    timings["analyzed"] = vacuum_analyze()
+    timings["analyze_s"] = round(time.perf_counter() - mark, 2)
+    return timings

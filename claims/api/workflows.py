@@ -48,14 +48,15 @@ def workflows_list(request: HttpRequest, filters: Query[WorkflowFilterIn]) -> Wo
     """Workflows newest change first (`sort=updated`), newest started first (`created`) or in
     id order (`id`), filtered by type, status and a `since_ms`/`until_ms` range on the
     `time` column; follow `next_cursor`, with the same sort, for more. `status_counts`
-    counts every status under the type and time filters."""
+    counts every status under the type and time filters; with neither, they are beat's
+    fleet snapshot's counts, at most two renew intervals old."""
     if (
         filters.since_ms is not None
         and filters.until_ms is not None
         and filters.since_ms >= filters.until_ms
     ):
         raise InvalidInputError("since_ms must be earlier than until_ms")
-    now_ms, _ = fleet_now()
+    now_ms, timing = fleet_now()
     selection = WorkflowFilters(
         workflow_type=filters.type,
         status=filters.status,
@@ -64,7 +65,9 @@ def workflows_list(request: HttpRequest, filters: Query[WorkflowFilterIn]) -> Wo
         until_ms=filters.until_ms,
         sort=filters.sort,
     )
-    page = workflow_list(selection, now_ms=now_ms, cursor=filters.cursor, limit=filters.limit)
+    page = workflow_list(
+        selection, now_ms=now_ms, cursor=filters.cursor, limit=filters.limit, timing=timing
+    )
     return WorkflowPageOut.of(page)
 
 

@@ -129,6 +129,9 @@ class ClaimEvent(models.Model):
         indexes = [
             models.Index(fields=["workflow_id", "id"], name="claim_event_workflow_idx"),
             models.Index(fields=["at_ms"], name="claim_event_at_idx"),
+            # An engine's recent events (its page), newest first, read along one engine's
+            # entries: through the time index alone they are found among every engine's.
+            models.Index(fields=["engine_id", "at_ms", "id"], name="claim_event_engine_idx"),
         ]
 
     def __str__(self) -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Literal
 
 from .records import ClaimRow
-from .sessions import SessionState, derive_session_state
+from .sessions import SessionRow, SessionState, derive_session_state
 from .timing import ClaimTiming, is_claim_expired
 
 ClaimState = Literal["live", "in-grace", "expired", "invalid", "ownerless"]
@@ -35,6 +35,23 @@ def derive_claim_state(row: ClaimRow, now_ms: int, timing: ClaimTiming) -> Claim
     if now_ms <= expires:
         return "live"
     return "expired" if is_claim_expired(expires, now_ms, timing) else "in-grace"
+
+
+def session_holder_state(
+    session: SessionRow | None, engine_id: str, session_epoch: int, now_ms: int, timing: ClaimTiming
+) -> ClaimState:
+    """The state of a holder that is well formed in its own columns and names session
+    ``session_epoch`` of ``engine_id``, given that engine's session row as read (None: no
+    row). The same rule as derive_claim_state, for a count that groups such holders by
+    session and reads each session once."""
+    if (
+        session is None
+        or not session.is_valid()
+        or session.engine_id != engine_id
+        or session.epoch != session_epoch
+    ):
+        return "invalid"
+    return _BY_SESSION_STATE[derive_session_state(session, now_ms, timing)]
 
 
 def takeover_eligible(row: ClaimRow, now_ms: int, timing: ClaimTiming) -> bool:

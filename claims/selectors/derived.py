@@ -6,31 +6,38 @@ from typing import Any
 
 from django.db.models import Case, CharField, Count, Value, When
 
-from claims.protocol.states import CLAIM_STATES, ClaimState
+from claims.protocol.states import CLAIM_STATES, ClaimState, session_holder_state
 from claims.protocol.timing import ClaimTiming
-
-from .claims import state_condition
+from claims.store import OrmClaimStore
+from claims.store.claim_sets import HOLDER_INVALID, HOLDER_PRESENT
 
 PASS_NAMES = ("renew", "reclaim", "wake")
 # A pass, heartbeat or holder is late once this many renew intervals went by without it.
 LATE_INTERVALS = 2
 
 
-def claim_state_case(now_ms: int, timing: ClaimTiming) -> Case:
-    """derive_claim_state as one SQL CASE: each row stops at its first matching branch,
-    which costs far less than five separate FILTER clauses over every row."""
+# A holder well formed in its own columns that names a session: its state is its session's.
+_BY_SESSION = "session"
+
+
+def _row_state_case(now_ms: int, timing: ClaimTiming) -> Case:
+    """derive_claim_state as far as the claim row decides it, as one SQL CASE (each row
+    stops at its first matching branch); a session holder's state is left to its session.
+    No branch reads another table, so a count over a million rows stays one plain scan."""
+    takeover_from = now_ms - timing.grace_ms
     return Case(
-        When(state_condition("ownerless", now_ms, timing), then=Value("ownerless")),
-        When(state_condition("invalid", now_ms, timing), then=Value("invalid")),
-        When(state_condition("live", now_ms, timing), then=Value("live")),
-        When(state_condition("in-grace", now_ms, timing), then=Value("in-grace")),
+        When(~HOLDER_PRESENT, then=Value("ownerless")),
+        When(HOLDER_INVALID, then=Value("invalid")),
+        When(holder_session_epoch__isnull=False, then=Value(_BY_SESSION)),
+        When(holder_expires_at_ms__gte=now_ms, then=Value("live")),
+        When(holder_expires_at_ms__gte=takeover_from, then=Value("in-grace")),
         default=Value("expired"),
         output_field=CharField(),
     )
 
 
 def claims_by_state(claims: Any, now_ms: int, timing: ClaimTiming) -> dict[ClaimState, int]:
-    """Claim rows per derived state (every state present, zeros included); one query."""
+    """Claim rows per derived state (every state present, zeros included)."""
     by_state, _ = claims_by_state_and_holder(claims, now_ms, timing)
     return by_state
 
@@ -38,16 +45,24 @@ def claims_by_state(claims: Any, now_ms: int, timing: ClaimTiming) -> dict[Claim
 def claims_by_state_and_holder(
     claims: Any, now_ms: int, timing: ClaimTiming
 ) -> tuple[dict[ClaimState, int], dict[str, int]]:
-    """Per derived state, and per holder engine, from one grouped scan of the claims."""
+    """Per derived state, and per holder engine: one grouped scan of the claims, by holder,
+    session and the state the row alone decides, then one read of the sessions the groups
+    name (none in the workflow-lease mode), each judged once for all of its claims."""
     by_state = dict.fromkeys(CLAIM_STATES, 0)
     by_holder: dict[str, int] = {}
-    rows = (
-        claims.annotate(claim_state=claim_state_case(now_ms, timing))
-        .values_list("holder_engine_id", "claim_state")
+    groups = list(
+        claims.annotate(row_state=_row_state_case(now_ms, timing))
+        .values_list("holder_engine_id", "holder_session_epoch", "row_state")
         .annotate(n=Count("pk"))
         .order_by()
     )
-    for holder, state, n in rows:
+    named = {holder for holder, _, state, _ in groups if state == _BY_SESSION}
+    sessions = OrmClaimStore().read_sessions(named) if named else {}
+    for holder, session_epoch, state, n in groups:
+        if state == _BY_SESSION:
+            state = session_holder_state(
+                sessions.get(holder), holder, session_epoch, now_ms, timing
+            )
         by_state[state] += n
         if holder:
             by_holder[holder] = by_holder.get(holder, 0) + n

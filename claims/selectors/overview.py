@@ -171,23 +171,31 @@ def latest_fleet_scan(*, now_ms: int, timing: ClaimTiming) -> FleetScan:
     return fleet_scan(now_ms=now_ms, timing=timing)
 
 
-def snapshot_holdings(*, now_ms: int, timing: ClaimTiming) -> dict[str, int] | None:
-    """Claim rows per holder engine as beat's snapshot counted them, when it is fresh; else
-    None. One query that reads only that part of the snapshot."""
+def _fresh_snapshot_part(key: str, now_ms: int, timing: ClaimTiming) -> dict[str, int] | None:
+    """One counted part of beat's snapshot (a JSON object of counts), when the snapshot is
+    fresh; else None. One query that reads only that part."""
     row = (
-        FleetSnapshot.objects.filter(id=1)
-        .values_list("taken_at_ms", KeyTransform("by_holder", "data"))
-        .first()
-    )
+        FleetSnapshot.objects.filter(id=1).values_list("taken_at_ms", KeyTransform(key, "data"))
+    ).first()
     if (
         row is None
         or not 0 <= now_ms - row[0] <= SNAPSHOT_FRESH_INTERVALS * timing.renew_interval_ms
     ):
         return None
-    holdings = row[1]
-    if not isinstance(holdings, dict):
+    counts = row[1]
+    if not isinstance(counts, dict):
         return None  # written by another version
-    return {str(engine_id): int(n) for engine_id, n in holdings.items()}
+    return {str(name): int(n) for name, n in counts.items()}
+
+
+def snapshot_holdings(*, now_ms: int, timing: ClaimTiming) -> dict[str, int] | None:
+    """Claim rows per holder engine as beat's snapshot counted them, when it is fresh."""
+    return _fresh_snapshot_part("by_holder", now_ms, timing)
+
+
+def snapshot_workflow_counts(*, now_ms: int, timing: ClaimTiming) -> dict[str, int] | None:
+    """Workflows per status as beat's snapshot counted them, when it is fresh."""
+    return _fresh_snapshot_part("workflows_by_status", now_ms, timing)
 
 
 def _redrive_totals(now_ms: int, timing: ClaimTiming) -> dict[str, Any]:

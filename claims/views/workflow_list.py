@@ -45,11 +45,13 @@ def workflow_filters(request: HtmxHttpRequest) -> WorkflowFilters:
 @require_GET
 @operator_page
 def workflows(request: HtmxHttpRequest) -> HttpResponse:
-    """Two queries whatever the number of workflows: the page and the counts per status."""
+    """Two queries whatever the number of workflows: the page and the counts per status
+    (from beat's fresh snapshot when no type or time filter narrows them)."""
     filters = workflow_filters(request)
     cursor = optional_text(request.GET, "cursor", max_length=CURSOR_MAX_LENGTH)
-    now, _ = fleet_now()
-    page = workflow_list(filters, now_ms=now, cursor=cursor, limit=PAGE_SIZE)  # a bad cursor: 400
+    now, timing = fleet_now()
+    # A bad cursor: 400.
+    page = workflow_list(filters, now_ms=now, cursor=cursor, limit=PAGE_SIZE, timing=timing)
     context = {
         "page": page,
         "filters": filters,

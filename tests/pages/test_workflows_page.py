@@ -11,8 +11,9 @@ from .conftest import htmx, make_claim, make_event, make_workflow, now_ms
 
 pytestmark = pytest.mark.django_db
 
-# what every signed-in page reads (session, user, ...), then the page and the counts per status
-QUERIES = 5
+# what every signed-in page reads (session, user, ...), then the page, beat's snapshot (none
+# here) and the counts per status
+QUERIES = 6
 
 FAILURE = {
     "type": "PaymentGatewayError",

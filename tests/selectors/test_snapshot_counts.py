@@ -1,0 +1,83 @@
+"""The workflows list's counts per status and the reclaim page's totals: from beat's fleet
+snapshot while it is fresh (at most two renew intervals old), counted from the rows
+otherwise, and the same numbers either way. A type or time filter is always counted."""
+
+from __future__ import annotations
+
+import pytest
+
+from claims.fleet_clock import fleet_clock
+from claims.models import ReclaimCursor, Workflow
+from claims.protocol.reclaim import CURSOR_NAME
+from claims.protocol.timing import ClaimTiming
+from claims.selectors.reclaim import reclaim_progress
+from claims.selectors.workflow_list import WorkflowFilters, workflow_list
+from claims.services.engines import fleet_snapshot_take
+from tests.factories import make_workflow
+
+pytestmark = pytest.mark.django_db
+
+TIMING = ClaimTiming(ttl_ms=30_000, renew_interval_ms=5_000)
+FRESH_FOR = 2 * TIMING.renew_interval_ms
+
+
+def counts(now_ms: int, filters: WorkflowFilters | None = None) -> dict[str, int]:
+    page = workflow_list(filters or WorkflowFilters(), now_ms=now_ms, timing=TIMING)
+    return {status: n for status, n in page.status_counts.items() if n}
+
+
+def progress(now_ms: int) -> tuple[int, int, int]:
+    found = reclaim_progress(now_ms=now_ms, timing=TIMING)
+    return found.total, found.running, found.position
+
+
+@pytest.fixture
+def fleet() -> int:
+    for n in range(3):
+        make_workflow(f"wf-r{n}", status="running")
+    make_workflow("wf-f", status="failed", workflow_type="ledger")
+    ReclaimCursor.objects.create(
+        name=CURSOR_NAME, last_workflow_id="wf-r0", updated_at_ms=0, updated_by="e-1"
+    )
+    return fleet_clock()()
+
+
+def test_the_snapshot_and_a_count_agree(fleet: int) -> None:
+    counted, counted_progress = counts(fleet), progress(fleet)
+
+    fleet_snapshot_take(now_ms=fleet, timing=TIMING)
+
+    assert counts(fleet) == counted == {"running": 3, "failed": 1}
+    assert progress(fleet) == counted_progress == (4, 3, 2)  # wf-f and wf-r0 at the cursor
+
+
+def test_a_fresh_snapshot_is_read_and_a_stale_one_is_not(fleet: int) -> None:
+    fleet_snapshot_take(now_ms=fleet, timing=TIMING)
+    make_workflow("wf-x", status="running")  # after the cursor
+
+    # Within two renew intervals the snapshot's counts stand; the position is counted now.
+    assert counts(fleet + FRESH_FOR) == {"running": 3, "failed": 1}
+    assert progress(fleet + FRESH_FOR) == (4, 3, 2)
+    # Older than that, the rows are counted now.
+    assert counts(fleet + FRESH_FOR + 1) == {"running": 4, "failed": 1}
+    assert progress(fleet + FRESH_FOR + 1) == (5, 4, 2)
+
+
+def test_a_filtered_list_is_counted_now(fleet: int) -> None:
+    fleet_snapshot_take(now_ms=fleet, timing=TIMING)
+    make_workflow("wf-new", status="failed", workflow_type="ledger")
+
+    assert counts(fleet, WorkflowFilters(workflow_type="ledger")) == {"failed": 2}
+    assert counts(fleet, WorkflowFilters(since_ms=0)) == {"running": 3, "failed": 2}
+
+
+def test_a_position_past_a_snapshot_behind_the_table_stays_within_it(fleet: int) -> None:
+    fleet_snapshot_take(now_ms=fleet, timing=TIMING)
+    for n in range(3):
+        make_workflow(f"wf-a{n}", status="completed")  # before the cursor, after the snapshot
+    ReclaimCursor.objects.filter(name=CURSOR_NAME).update(last_workflow_id="wf-zz")
+
+    total, _, position = progress(fleet)
+
+    assert Workflow.objects.count() == 7
+    assert (total, position) == (4, 4)
