@@ -6,10 +6,41 @@ from __future__ import annotations
 from typing import Any, NoReturn
 
 from django.db import models
-from django.db.models import Q
+from django.db.models import F, Q
+
+from claims.protocol.constants import MAX_SAFE_INTEGER
 
 from .ids import ENGINE_ID_MAX_LENGTH, WORKFLOW_ID_MAX_LENGTH
 from .singletons import only_row_one, singleton_id
+
+# The predicate of the partial index workflow_claim_held_idx, term for term: PostgreSQL
+# and SQLite use a partial index only for a query that repeats its predicate, and
+# through it the reclaim queries read the held rows instead of every claim row.
+HOLDER_PRESENT = (
+    Q(holder_engine_id__isnull=False)
+    | Q(holder_epoch__isnull=False)
+    | Q(holder_expires_at_ms__isnull=False)
+    | Q(holder_claimed_at_ms__isnull=False)
+)
+
+# The same validity rule as ClaimRow.holder_is_valid, as SQL, but for the session a session
+# holder names (a missing expiry is that holder's rule, not garbage): the session side is
+# judged on the session rows (``ClaimSetQueries.list_stale_holders``).
+HOLDER_INVALID = (
+    Q(holder_engine_id__isnull=True)
+    | Q(holder_engine_id="")
+    | Q(holder_epoch__isnull=True)
+    | ~Q(holder_epoch=F("epoch"))
+    | Q(holder_expires_at_ms__isnull=True, holder_session_epoch__isnull=True)
+    | Q(holder_claimed_at_ms__isnull=True)
+    | Q(holder_expires_at_ms__lt=0)
+    | Q(holder_claimed_at_ms__lt=0)
+    | Q(holder_expires_at_ms__gt=MAX_SAFE_INTEGER)
+    | Q(holder_claimed_at_ms__gt=MAX_SAFE_INTEGER)
+)
+# Held rows that are garbage in their own columns: rare, so their partial index is small,
+# and the invalid state is read from it instead of judging every held row.
+HOLDER_GARBLED = HOLDER_PRESENT & HOLDER_INVALID
 
 
 class ClaimRowsAreKeptError(RuntimeError):
@@ -61,6 +92,9 @@ class WorkflowClaim(models.Model):
                 name="workflow_claim_claimed_idx",
             ),
             models.Index(fields=["epoch", "workflow_id"], name="workflow_claim_epoch_idx"),
+            models.Index(
+                fields=["workflow_id"], condition=HOLDER_GARBLED, name="workflow_claim_garbled_idx"
+            ),
             # The sessions claims name, for reclaim's discovery: one step along this index
             # per (engine, session) pair. Empty in the workflow-lease mode.
             models.Index(

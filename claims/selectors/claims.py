@@ -10,11 +10,11 @@ from django.db.models import Exists, OuterRef, Q, QuerySet, Value
 from django.db.models.functions import StrIndex
 
 from claims.models import Workflow, WorkflowClaim, WorkflowStatus
+from claims.models.claims import HOLDER_GARBLED, HOLDER_INVALID, HOLDER_PRESENT
 from claims.protocol.errors import InvalidInputError
 from claims.protocol.records import ClaimRow
 from claims.protocol.states import CLAIM_STATES, ClaimState, derive_claim_state
 from claims.protocol.timing import ClaimTiming
-from claims.store.claim_sets import HOLDER_INVALID, HOLDER_PRESENT
 from claims.store.rows import HOLDER_COLUMNS
 
 from .claim_order import (
@@ -27,7 +27,7 @@ from .claim_order import (
     encode_cursor,
 )
 from .engine_names import engine_condition
-from .held_sessions import rows_with_sessions, session_expiring, session_missing
+from .held_sessions import JudgedSessions, holders_of, judge_sessions, rows_with_sessions
 from .last_holders import LastHolder, last_holders
 
 MAX_PAGE = 200
@@ -39,8 +39,8 @@ CLAIM_SCOPES: tuple[ClaimScope, ...] = ("attention", "stranded", "all")
 CLAIM_FILTERS: tuple[str, ...] = (*CLAIM_SCOPES, *CLAIM_STATES)
 # workflow_id, epoch, the four holder columns
 _COLUMNS = ("workflow_id", "epoch", *HOLDER_COLUMNS)
-# The states the state sort reads, with the instant and timing that judge them.
-StateScope = tuple[tuple[ClaimState, ...], bool, int, ClaimTiming]
+# The states the state sort reads, with the instant, timing and sessions that judge them.
+StateScope = tuple[tuple[ClaimState, ...], bool, int, ClaimTiming, JudgedSessions]
 
 
 @dataclass(frozen=True)
@@ -94,49 +94,58 @@ def claim_view(
     )
 
 
-def state_condition(state: ClaimState, now_ms: int, timing: ClaimTiming) -> Q:
+def state_condition(
+    state: ClaimState, now_ms: int, timing: ClaimTiming, sessions: JudgedSessions
+) -> Q:
     """The SQL form of derive_claim_state, for filtering before the page is cut. A
-    session holder's claim is judged by its session (claims.selectors.held_sessions)."""
+    session holder's claim is in its session's state: ``sessions`` (judge_sessions) lists
+    the sessions in each state, and the condition names their holders by session."""
     if state == "ownerless":
         return ~HOLDER_PRESENT
+    by_session = holders_of(sessions.get(state, ()))
     if state == "invalid":
-        return HOLDER_PRESENT & (HOLDER_INVALID | session_missing())
-    valid = HOLDER_PRESENT & ~HOLDER_INVALID & ~session_missing()
+        # The garbled rows' predicate as their partial index has it, so the planner reads
+        # them from it; holders of a missing or garbled session (rare) are named by session.
+        return HOLDER_GARBLED | (HOLDER_PRESENT & by_session)
+    valid = HOLDER_PRESENT & ~HOLDER_INVALID
     own = Q(holder_session_epoch__isnull=True)
     takeover_from = now_ms - timing.grace_ms
     if state == "live":
-        return valid & (
-            (own & Q(holder_expires_at_ms__gte=now_ms)) | session_expiring(since_ms=now_ms)
-        )
-    if state == "in-grace":
-        return valid & (
-            (own & Q(holder_expires_at_ms__lt=now_ms, holder_expires_at_ms__gte=takeover_from))
-            | session_expiring(since_ms=takeover_from, until_ms=now_ms)
-        )
-    return valid & (
-        (own & Q(holder_expires_at_ms__lt=takeover_from)) | session_expiring(until_ms=takeover_from)
-    )
+        own_state = Q(holder_expires_at_ms__gte=now_ms)
+    elif state == "in-grace":
+        own_state = Q(holder_expires_at_ms__lt=now_ms, holder_expires_at_ms__gte=takeover_from)
+    else:
+        own_state = Q(holder_expires_at_ms__lt=takeover_from)
+    return valid & ((own & own_state) | by_session)
 
 
-def filter_condition(name: str, now_ms: int, timing: ClaimTiming) -> Q:
-    """A scope (attention, stranded, all) or one derived state, as SQL."""
+def _running() -> Q:
     # A probe of the running workflows' partial index per row. Not IN (subquery): once the
     # running ids outgrow work_mem PostgreSQL stops hashing them and rescans all of them
     # per row (20 s for the first page at 1,000,000 running workflows).
-    running = Q(
+    return Q(
         Exists(Workflow.objects.filter(pk=OuterRef("workflow_id"), status=WorkflowStatus.RUNNING))
     )
+
+
+def filter_condition(
+    name: str, now_ms: int, timing: ClaimTiming, sessions: JudgedSessions | None = None
+) -> Q:
+    """A scope (attention, stranded, all) or one derived state, as SQL; a state reads the
+    sessions the claims name unless the caller has judged them (``sessions``)."""
     if name == "all":
         return Q()
     if name == "attention":
-        return HOLDER_PRESENT | running
+        return HOLDER_PRESENT | _running()
     if name == "stranded":
-        return ~HOLDER_PRESENT & running
+        return ~HOLDER_PRESENT & _running()
     if name not in CLAIM_STATES:
         raise InvalidInputError(
             f"state must be one of {', '.join(CLAIM_FILTERS)}; got {name[:40]!r}"
         )
-    return state_condition(cast(ClaimState, name), now_ms, timing)
+    if sessions is None:
+        sessions = judge_sessions(now_ms, timing)
+    return state_condition(cast(ClaimState, name), now_ms, timing, sessions)
 
 
 def _states_in_scope(state: str | None) -> tuple[ClaimState, ...]:
@@ -152,7 +161,7 @@ def _state_values(
     """The state sort: state by state in STATE_RANK order (reversed when descending), each
     read in workflow-id order along the held or the primary-key index. A CASE over every
     row would sort the whole table per page; this is at most five short reads."""
-    states, scoped, now_ms, timing = scope
+    states, scoped, now_ms, timing, sessions = scope
     ranked = sorted(states, key=STATE_RANK.__getitem__, reverse=sort.descending)
     found: list[tuple[Any, ...]] = []
     at = None if cursor is None else cast(int, cursor.value)  # the cursor row's rank
@@ -160,7 +169,7 @@ def _state_values(
         rank = STATE_RANK[state]
         if at is not None and (rank > at if sort.descending else rank < at):
             continue  # before the cursor's state
-        part = rows.filter(state_condition(state, now_ms, timing))
+        part = rows.filter(state_condition(state, now_ms, timing, sessions))
         if state == "ownerless" and scoped:  # the one state the scope narrows
             part = part.filter(filter_condition("stranded", now_ms, timing))
         if cursor is not None and rank == at:
@@ -212,7 +221,8 @@ def claim_list(
     """One page of claims in ``sort`` order after ``cursor``: one query, two for a sort on a
     column that can be null, up to five for the state sort (one per state), two more
     when the page has ownerless rows (their last holders, which of them run), and one more
-    when a holder on it names a session (the engine-lease mode: its session is its expiry).
+    when a holder on it names a session (the engine-lease mode: its session is its expiry),
+    and one or two first for a state filter or the state sort (the sessions claims name).
     ``state`` is a derived state or a scope (CLAIM_FILTERS); ``search`` a substring of the
     workflow id (case-sensitive). A bad sort or a cursor from another sort: InvalidInputError."""
     limit = max(1, min(limit, MAX_PAGE))
@@ -221,8 +231,11 @@ def claim_list(
     rows = WorkflowClaim.objects.all()
     # The state sort applies a scope state by state: only its ownerless rows need the join.
     scoped = order.field == "state" and state in ("attention", "stranded")
+    # Where a held row's state is tested, the sessions the claims name are judged first.
+    judges_states = order.field == "state" or (state in CLAIM_STATES and state != "ownerless")
+    sessions = judge_sessions(now_ms, timing) if judges_states else {}
     if state and not scoped:
-        rows = rows.filter(filter_condition(state, now_ms, timing))
+        rows = rows.filter(filter_condition(state, now_ms, timing, sessions))
     if engine:
         rows = rows.filter(engine_condition("holder_engine_id", engine))  # id or name
     if prefix:
@@ -233,7 +246,7 @@ def claim_list(
         # every renewal would write to it, docs/design.md §7).
         rows = rows.alias(found_at=StrIndex("workflow_id", Value(search))).filter(found_at__gt=0)
     if order.field == "state":
-        scope = (_states_in_scope(state), scoped, now_ms, timing)
+        scope = (_states_in_scope(state), scoped, now_ms, timing, sessions)
         values = _state_values(rows, order, position, limit + 1, scope)
     else:
         values = _keyset_values(rows, order, position, limit + 1)

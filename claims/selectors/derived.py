@@ -6,10 +6,10 @@ from typing import Any
 
 from django.db.models import Case, CharField, Count, Value, When
 
+from claims.models.claims import HOLDER_INVALID, HOLDER_PRESENT
 from claims.protocol.states import CLAIM_STATES, ClaimState, session_holder_state
 from claims.protocol.timing import ClaimTiming
 from claims.store import OrmClaimStore
-from claims.store.claim_sets import HOLDER_INVALID, HOLDER_PRESENT
 
 PASS_NAMES = ("renew", "reclaim", "wake")
 # A pass, heartbeat or holder is late once this many renew intervals went by without it.

@@ -2,9 +2,9 @@
 does, so its state and expiry come from the session row (docs/design.md §12).
 
 Two forms of one rule (claims.protocol.states.derive_claim_state): claim rows read with
-their sessions, for views of a page of rows; and SQL conditions, for filters and counts
-over every row. In the workflow-lease mode no holder names a session, so neither reads a
-session row.
+their sessions, for views of a page of rows; and the sessions the claims name, each judged
+once, for filters over every row. In the workflow-lease mode no holder names a session, so
+neither reads a session row.
 """
 
 from __future__ import annotations
@@ -12,18 +12,16 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from django.db.models import Exists, OuterRef, Q
+from django.db.models import Q
 
-from claims.models import EngineSession
-from claims.protocol.constants import MAX_SAFE_INTEGER
 from claims.protocol.records import ClaimRow
+from claims.protocol.states import ClaimState, session_holder_state
+from claims.protocol.timing import ClaimTiming
 from claims.store import OrmClaimStore
 from claims.store.rows import claim_row_from_values
 
 # Where a holder names its engine and session among (workflow_id, epoch, *HOLDER_COLUMNS).
 _ENGINE, _SESSION_EPOCH = 2, 6
-
-BY_SESSION = Q(holder_session_epoch__isnull=False)
 
 
 def rows_with_sessions(values: Sequence[Sequence[Any]]) -> list[ClaimRow]:
@@ -49,37 +47,33 @@ def rows_with_sessions(values: Sequence[Sequence[Any]]) -> list[ClaimRow]:
     return rows
 
 
-def _holders_session(*conditions: Q) -> Exists:
-    """A session row of the holder's engine at the epoch the holder names, well formed
-    (SessionRow.is_valid) and meeting ``conditions``."""
-    in_range = {
-        f"{column}__{bound}": limit
-        for column in ("expires_at_ms", "renewed_at_ms", "started_at_ms")
-        for bound, limit in (("gte", 0), ("lte", MAX_SAFE_INTEGER))
-    }
-    return Exists(
-        EngineSession.objects.filter(
-            *conditions,
-            engine_id=OuterRef("holder_engine_id"),
-            epoch=OuterRef("holder_session_epoch"),
-            **in_range,
-        )
-    )
+# An engine and the epoch of its session that a holder names.
+SessionPair = tuple[str, int]
+# The pairs the claims name, by the state their claims are in (no key: no such claims).
+JudgedSessions = dict[ClaimState, list[SessionPair]]
 
 
-def session_missing() -> Q:
-    """A session holder whose session row is missing, garbled or at another epoch: such a
-    claim is invalid, and stealable at once."""
-    return BY_SESSION & ~Q(_holders_session())
+def judge_sessions(now_ms: int, timing: ClaimTiming) -> JudgedSessions:
+    """Every (engine, session) pair the claims name, judged once with its session row by
+    the protocol's rule: one step along the session index per pair and one read of those
+    sessions, none of it growing with the claims (one statement that finds nothing in the
+    workflow-lease mode). A filter then reads a state's session holders by their pairs.
+    A pair first named after this read is in no state's list until the next request."""
+    store = OrmClaimStore()
+    pairs = store.list_session_pairs()
+    if not pairs:
+        return {}
+    sessions = store.read_sessions({engine for engine, _ in pairs})
+    judged: JudgedSessions = {}
+    for engine, epoch in pairs:
+        state = session_holder_state(sessions.get(engine), engine, epoch, now_ms, timing)
+        judged.setdefault(state, []).append((engine, epoch))
+    return judged
 
 
-def session_expiring(since_ms: int | None = None, until_ms: int | None = None) -> Q:
-    """A session holder whose open session expires in [since_ms, until_ms); a closed
-    session counts as expired long ago (its claims may be taken over at once)."""
-    open_span = Q(closed_at_ms__isnull=True)
-    if since_ms is not None:
-        open_span &= Q(expires_at_ms__gte=since_ms)
-    if until_ms is not None:
-        open_span &= Q(expires_at_ms__lt=until_ms)
-    span = open_span if since_ms is not None else open_span | Q(closed_at_ms__isnull=False)
-    return BY_SESSION & Q(_holders_session(span))
+def holders_of(pairs: Sequence[SessionPair]) -> Q:
+    """The claims whose holder names one of these sessions (nothing for no pairs)."""
+    condition = Q(pk__in=[])
+    for engine, epoch in pairs:
+        condition |= Q(holder_engine_id=engine, holder_session_epoch=epoch)
+    return condition

@@ -8,10 +8,10 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from django.db import connection, transaction
-from django.db.models import F, Q
+from django.db.models import Q
 
 from claims.models import ClaimEvent, WorkflowClaim
-from claims.protocol.constants import MAX_SAFE_INTEGER
+from claims.models.claims import HOLDER_INVALID, HOLDER_PRESENT
 from claims.protocol.records import MOVE_KINDS, ClaimRow, GrantPlan, Holder
 from claims.protocol.sessions import SessionRow
 
@@ -20,32 +20,6 @@ from .sessions import SessionQueries
 from .sql.claim_rows import claim_statements
 
 CHUNK = 5_000
-
-# The predicate of the partial index workflow_claim_held_idx, term for term: PostgreSQL
-# and SQLite use a partial index only for a query that repeats its predicate, and
-# through it the reclaim queries read the held rows instead of every claim row.
-HOLDER_PRESENT = (
-    Q(holder_engine_id__isnull=False)
-    | Q(holder_epoch__isnull=False)
-    | Q(holder_expires_at_ms__isnull=False)
-    | Q(holder_claimed_at_ms__isnull=False)
-)
-
-# The same validity rule as ClaimRow.holder_is_valid, as SQL, but for the session a session
-# holder names (a missing expiry is that holder's rule, not garbage): the session side is
-# judged on the session rows (``ClaimSetQueries.list_stale_holders``).
-HOLDER_INVALID = (
-    Q(holder_engine_id__isnull=True)
-    | Q(holder_engine_id="")
-    | Q(holder_epoch__isnull=True)
-    | ~Q(holder_epoch=F("epoch"))
-    | Q(holder_expires_at_ms__isnull=True, holder_session_epoch__isnull=True)
-    | Q(holder_claimed_at_ms__isnull=True)
-    | Q(holder_expires_at_ms__lt=0)
-    | Q(holder_claimed_at_ms__lt=0)
-    | Q(holder_expires_at_ms__gt=MAX_SAFE_INTEGER)
-    | Q(holder_claimed_at_ms__gt=MAX_SAFE_INTEGER)
-)
 
 
 def _plan_row(plan: GrantPlan) -> list[object]:
@@ -180,7 +154,7 @@ class ClaimSetQueries(SessionQueries):
         """The claims naming a session that is no longer alive: one index step per
         (engine, session) pair the claims name, one read of those sessions, and one
         indexed read of the claims of each dead pair. Nothing in the workflow-lease mode."""
-        pairs = self._session_pairs()
+        pairs = self.list_session_pairs()
         if not pairs:
             return []
         sessions = self.read_sessions({engine for engine, _ in pairs})
@@ -192,7 +166,9 @@ class ClaimSetQueries(SessionQueries):
                 ).values_list("workflow_id", flat=True)
         return stale
 
-    def _session_pairs(self) -> list[tuple[str, int]]:
+    def list_session_pairs(self) -> list[tuple[str, int]]:
+        """Every (engine, session epoch) pair the claims name, in that order: one step along
+        the session index per pair, whatever the number of claims."""
         statements = claim_statements(connection.vendor)
         if statements.session_pairs is not None:
             with connection.cursor() as cursor:

@@ -6,9 +6,9 @@ from django.db import connection, transaction
 from django.db.models import F
 
 from claims.models import ReclaimCursor, Workflow, WorkflowClaim, WorkflowStatus
+from claims.models.claims import HOLDER_PRESENT
 from claims.protocol.records import ScanPage
 
-from .claim_sets import HOLDER_PRESENT
 from .sql.reclaim_cursor import reclaim_cursor_statements
 
 

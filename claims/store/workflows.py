@@ -7,9 +7,10 @@ from collections.abc import Sequence
 from django.db.models import Exists, OuterRef
 
 from claims.models import Workflow, WorkflowClaim, WorkflowStatus, WorkflowVisibility
+from claims.models.claims import HOLDER_PRESENT
 from claims.protocol.records import WorkflowInfo
 
-from .claim_sets import CHUNK, HOLDER_PRESENT
+from .claim_sets import CHUNK
 
 
 class WorkflowQueries:
