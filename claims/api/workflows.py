@@ -48,8 +48,8 @@ def workflows_list(request: HttpRequest, filters: Query[WorkflowFilterIn]) -> Wo
     """Workflows newest change first (`sort=updated`), newest started first (`created`) or in
     id order (`id`), filtered by type, status and a `since_ms`/`until_ms` range on the
     `time` column; follow `next_cursor`, with the same sort, for more. `status_counts`
-    counts every status under the type and time filters; with neither, they are beat's
-    fleet snapshot's counts, at most two renew intervals old."""
+    counts every status under the type and time filters; without a time filter, they are
+    beat's fleet snapshot's counts, at most two renew intervals old."""
     if (
         filters.since_ms is not None
         and filters.until_ms is not None

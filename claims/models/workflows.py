@@ -59,6 +59,13 @@ class Workflow(models.Model):
             # The workflows page's sorts, newest first (claims.selectors.workflow_list).
             models.Index(fields=["updated_at_ms", "workflow_id"], name="workflow_updated_idx"),
             models.Index(fields=["created_at_ms", "workflow_id"], name="workflow_created_idx"),
+            # One status by last change, the page's default sort ("what failed lately"):
+            # through the time index alone a rare status is found behind every running
+            # workflow's recent checkpoint (~120 ms at a million workflows; 0.1 ms here).
+            models.Index(
+                fields=["status", "updated_at_ms", "workflow_id"],
+                name="workflow_status_updated_idx",
+            ),
         ]
 
     def __str__(self) -> str:

@@ -47,7 +47,7 @@ from .alert_rules import (
 )
 from .derived import PASS_NAMES, claims_by_state_and_holder, pass_part
 from .engine_health import silent_before_ms
-from .fleet_totals import LIVE_ENGINE_STATUSES, counter_totals, workflow_status_counts
+from .fleet_totals import LIVE_ENGINE_STATUSES, counter_totals
 
 RECENTLY_DEAD_MS = 3_600_000
 
@@ -113,6 +113,8 @@ class FleetScan:
     ownerless_running: int
     ownerless_examples: list[str]
     workflows_by_status: dict[str, int]
+    # Per workflow type, its workflows per status: the workflows page filtered by type.
+    workflows_by_type: dict[str, dict[str, int]]
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -121,6 +123,7 @@ class FleetScan:
             "ownerless_running": self.ownerless_running,
             "ownerless_examples": self.ownerless_examples,
             "workflows_by_status": self.workflows_by_status,
+            "workflows_by_type": self.workflows_by_type,
         }
 
     @classmethod
@@ -132,6 +135,7 @@ class FleetScan:
             data["ownerless_running"],
             data["ownerless_examples"],
             data["workflows_by_status"],
+            data["workflows_by_type"],
         )
 
 
@@ -139,8 +143,25 @@ class FleetScan:
 SNAPSHOT_FRESH_INTERVALS = 2
 
 
+def _workflows_by_type() -> tuple[dict[str, int], dict[str, dict[str, int]]]:
+    """Workflows per status (statuses in name order, absent ones omitted), and per type and
+    status: one grouped count, read from the (status, type) index alone on PostgreSQL."""
+    by_status: dict[str, int] = {}
+    by_type: dict[str, dict[str, int]] = {}
+    rows = (
+        Workflow.objects.values_list("status", "workflow_type")
+        .annotate(n=Count("pk"))
+        .order_by("status", "workflow_type")
+    )
+    for status, workflow_type, n in rows:
+        by_status[status] = by_status.get(status, 0) + n
+        by_type.setdefault(workflow_type, {})[status] = n
+    return by_status, by_type
+
+
 def fleet_scan(*, now_ms: int, timing: ClaimTiming) -> FleetScan:
-    """Three scans: claims by derived state and holder, stranded running workflows, statuses."""
+    """Three scans: claims by derived state and holder, stranded running workflows, workflows
+    by status and type."""
     by_state, by_holder = claims_by_state_and_holder(WorkflowClaim.objects.all(), now_ms, timing)
     holders = WorkflowClaim.objects.filter(
         workflow_id=OuterRef("pk"), holder_engine_id__isnull=False
@@ -154,7 +175,7 @@ def fleet_scan(*, now_ms: int, timing: ClaimTiming) -> FleetScan:
         by_holder,
         ownerless_running,
         ownerless_examples,
-        workflow_status_counts(),
+        *_workflows_by_type(),
     )
 
 
@@ -171,9 +192,9 @@ def latest_fleet_scan(*, now_ms: int, timing: ClaimTiming) -> FleetScan:
     return fleet_scan(now_ms=now_ms, timing=timing)
 
 
-def _fresh_snapshot_part(key: str, now_ms: int, timing: ClaimTiming) -> dict[str, int] | None:
-    """One counted part of beat's snapshot (a JSON object of counts), when the snapshot is
-    fresh; else None. One query that reads only that part."""
+def _fresh_snapshot_part(key: str, now_ms: int, timing: ClaimTiming) -> dict[str, Any] | None:
+    """One part of beat's snapshot (a JSON object), when the snapshot is fresh and has it;
+    else None. One query that reads only that part."""
     row = (
         FleetSnapshot.objects.filter(id=1).values_list("taken_at_ms", KeyTransform(key, "data"))
     ).first()
@@ -182,20 +203,33 @@ def _fresh_snapshot_part(key: str, now_ms: int, timing: ClaimTiming) -> dict[str
         or not 0 <= now_ms - row[0] <= SNAPSHOT_FRESH_INTERVALS * timing.renew_interval_ms
     ):
         return None
-    counts = row[1]
-    if not isinstance(counts, dict):
-        return None  # written by another version
-    return {str(name): int(n) for name, n in counts.items()}
+    part = row[1]
+    return part if isinstance(part, dict) else None  # None: written by another version
+
+
+def _counts(part: Any) -> dict[str, int]:
+    return {str(name): int(n) for name, n in part.items()}
 
 
 def snapshot_holdings(*, now_ms: int, timing: ClaimTiming) -> dict[str, int] | None:
     """Claim rows per holder engine as beat's snapshot counted them, when it is fresh."""
-    return _fresh_snapshot_part("by_holder", now_ms, timing)
+    part = _fresh_snapshot_part("by_holder", now_ms, timing)
+    return None if part is None else _counts(part)
 
 
-def snapshot_workflow_counts(*, now_ms: int, timing: ClaimTiming) -> dict[str, int] | None:
-    """Workflows per status as beat's snapshot counted them, when it is fresh."""
-    return _fresh_snapshot_part("workflows_by_status", now_ms, timing)
+def snapshot_workflow_counts(
+    *, now_ms: int, timing: ClaimTiming, workflow_type: str | None = None
+) -> dict[str, int] | None:
+    """Workflows per status, of one type if given, as beat's snapshot counted them, when it
+    is fresh (a type it did not see has none); one query."""
+    if workflow_type is None:
+        part = _fresh_snapshot_part("workflows_by_status", now_ms, timing)
+        return None if part is None else _counts(part)
+    by_type = _fresh_snapshot_part("workflows_by_type", now_ms, timing)
+    if by_type is None:
+        return None
+    counts = by_type.get(workflow_type)
+    return _counts(counts) if isinstance(counts, dict) else {}
 
 
 def _redrive_totals(now_ms: int, timing: ClaimTiming) -> dict[str, Any]:

@@ -123,12 +123,13 @@ def workflow_status_counts_where(filters: WorkflowFilters) -> dict[str, int]:
 def _status_counts(
     filters: WorkflowFilters, now_ms: int, timing: ClaimTiming | None
 ) -> dict[str, int]:
-    """The counts per status: with no type or time filter, as beat's fresh snapshot counted
-    them (at most two renew intervals old, as the overview's; a million workflows take
-    ~100 ms to count), else counted now."""
-    unfiltered = not filters.workflow_type and filters.since_ms is None and filters.until_ms is None
-    if unfiltered and timing is not None:
-        counted = snapshot_workflow_counts(now_ms=now_ms, timing=timing)
+    """The counts per status: with no time filter, as beat's fresh snapshot counted them
+    (of the type filtered on, if any; at most two renew intervals old, as the overview's;
+    a million workflows take ~100 ms to count), else counted now."""
+    if timing is not None and filters.since_ms is None and filters.until_ms is None:
+        counted = snapshot_workflow_counts(
+            now_ms=now_ms, timing=timing, workflow_type=filters.workflow_type or None
+        )
         if counted is not None:
             return {status: counted.get(status, 0) for status in WorkflowStatus.values}
     return workflow_status_counts_where(filters)

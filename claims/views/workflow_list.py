@@ -46,7 +46,7 @@ def workflow_filters(request: HtmxHttpRequest) -> WorkflowFilters:
 @operator_page
 def workflows(request: HtmxHttpRequest) -> HttpResponse:
     """Two queries whatever the number of workflows: the page and the counts per status
-    (from beat's fresh snapshot when no type or time filter narrows them)."""
+    (from beat's fresh snapshot when no time filter narrows them)."""
     filters = workflow_filters(request)
     cursor = optional_text(request.GET, "cursor", max_length=CURSOR_MAX_LENGTH)
     now, timing = fleet_now()

@@ -1,6 +1,7 @@
 """The workflows list's counts per status and the reclaim page's totals: from beat's fleet
 snapshot while it is fresh (at most two renew intervals old), counted from the rows
-otherwise, and the same numbers either way. A type or time filter is always counted."""
+otherwise, and the same numbers either way; of one type too. A time filter is always
+counted."""
 
 from __future__ import annotations
 
@@ -63,12 +64,18 @@ def test_a_fresh_snapshot_is_read_and_a_stale_one_is_not(fleet: int) -> None:
     assert progress(fleet + FRESH_FOR + 1) == (5, 4, 2)
 
 
-def test_a_filtered_list_is_counted_now(fleet: int) -> None:
+def test_a_type_is_counted_by_the_snapshot_and_a_time_range_now(fleet: int) -> None:
+    ledger, order = WorkflowFilters(workflow_type="ledger"), WorkflowFilters(workflow_type="order")
+    counted = counts(fleet, ledger), counts(fleet, order)
     fleet_snapshot_take(now_ms=fleet, timing=TIMING)
     make_workflow("wf-new", status="failed", workflow_type="ledger")
 
-    assert counts(fleet, WorkflowFilters(workflow_type="ledger")) == {"failed": 2}
+    assert (counts(fleet, ledger), counts(fleet, order)) == counted
+    assert counted == ({"failed": 1}, {"running": 3})
+    assert counts(fleet, WorkflowFilters(workflow_type="invoice")) == {}  # none seen
     assert counts(fleet, WorkflowFilters(since_ms=0)) == {"running": 3, "failed": 2}
+    # Stale: counted now.
+    assert counts(fleet + FRESH_FOR + 1, ledger) == {"failed": 2}
 
 
 def test_a_position_past_a_snapshot_behind_the_table_stays_within_it(fleet: int) -> None:
