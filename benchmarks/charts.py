@@ -3,7 +3,8 @@
 ratios.png: every ratio figure of the run (a target in ``x``, or a ``*_over_*`` value
 anywhere in a part's results), one bar per database, its target marked. reclaim-scale.png:
 reclaim pass time against the stranded count and against the total. failover.png:
-workflows held again over time after an engine died. pages.png: server time per page.
+workflows held again over time after an engine died. pages.png: server time per page;
+pages-1m.png: the same at a million claims in both ownership modes.
 ownership-modes.png: the renew pass of one engine in each ownership mode, its time and its
 WAL against the claims it holds.
 """
@@ -227,14 +228,38 @@ def _pages(plt: Any, runs: list[dict[str, Any]]) -> Any:
     runs = [run for run in runs if run.get("pages", {}).get("endpoints")]
     if not runs:
         return None
-    keys = list(dict.fromkeys(e["key"] for run in runs for e in run["pages"]["endpoints"]))
-    height = 0.8 / len(runs)
+    series = [
+        (f"{NAMES[run['vendor']]} median", COLORS.get(run["vendor"], "gray"), run["pages"])
+        for run in runs
+    ]
+    return _page_bars(plt, series)
+
+
+def _pages_1m(plt: Any, runs: list[dict[str, Any]]) -> Any:
+    """The pages at a million claims, both ownership modes side by side (the last database
+    given: PostgreSQL with --both)."""
+    runs = [run for run in runs if run.get("pages_1m", {}).get("endpoints")]
+    if not runs:
+        return None
+    run = runs[-1]
+    series = [
+        (f"{mode} median", MODE_STYLES[mode][0], run[key])
+        for mode, key in (("workflow-lease", "pages_1m"), ("engine-lease", "pages_1m_sessions"))
+        if run.get(key, {}).get("endpoints")
+    ]
+    return _page_bars(plt, series, f" ({NAMES.get(run['vendor'], '')})")
+
+
+def _page_bars(plt: Any, series: list[tuple[str, str, dict[str, Any]]], suffix: str = "") -> Any:
+    """Median bars (a p95 tick, the target line) per endpoint, one bar per series."""
+    endpoints = [payload["endpoints"] for _, _, payload in series]
+    keys = list(dict.fromkeys(e["key"] for found in endpoints for e in found))
+    height = 0.8 / len(series)
     # Beyond three times the largest target a bar is cut, its values written on it.
-    clip = 3 * max(e["limit_ms"] for run in runs for e in run["pages"]["endpoints"])
+    clip = 3 * max(e["limit_ms"] for found in endpoints for e in found)
     fig, ax = plt.subplots(figsize=(10, 1.5 + 0.38 * len(keys)))
-    for r, run in enumerate(runs):
-        vendor = run["vendor"]
-        by_key = {e["key"]: e for e in run["pages"]["endpoints"]}
+    for r, (label, color, payload) in enumerate(series):
+        by_key = {e["key"]: e for e in payload["endpoints"]}
         for row, key in enumerate(keys):
             endpoint = by_key.get(key)
             if endpoint is None:
@@ -247,8 +272,8 @@ def _pages(plt: Any, runs: list[dict[str, Any]]) -> Any:
                 y,
                 min(endpoint["median_ms"], clip),
                 height=height * 0.9,
-                color=COLORS.get(vendor, "gray"),
-                label=f"{NAMES[vendor]} median" if row == 0 else None,
+                color=color,
+                label=label if row == 0 else None,
             )
             ax.plot(
                 min(endpoint["p95_ms"], clip),
@@ -264,12 +289,14 @@ def _pages(plt: Any, runs: list[dict[str, Any]]) -> Any:
                 linewidth=2,
                 label="target (median)" if row == 0 and r == 0 else None,
             )
-    first = runs[0]["pages"]
+    first = series[0][2]
     ax.set_xlim(0, clip)
     ax.set_yticks(range(len(keys)), [k.replace("_", " ") for k in keys], fontsize=8)
     ax.invert_yaxis()
     ax.set_xlabel("server time per request (ms)")
-    ax.set_title(f"Dashboard pages with {first['claims']:,} claims and {first['engines']} engines")
+    ax.set_title(
+        f"Dashboard pages with {first['claims']:,} claims and {first['engines']} engines{suffix}"
+    )
     ax.grid(axis="x", alpha=0.3)
     ax.legend(fontsize=8, loc="lower right")
     return fig
@@ -315,6 +342,7 @@ CHARTS = (
     ("reclaim-scale", _reclaim_scale),
     ("failover", _failover),
     ("pages", _pages),
+    ("pages-1m", _pages_1m),
     ("ownership-modes", _ownership_modes),
 )
 

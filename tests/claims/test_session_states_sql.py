@@ -93,6 +93,36 @@ def test_the_state_filter_in_sql_agrees_with_the_protocol_for_both_kinds_of_hold
     assert set(listed.values()) <= {state}
 
 
+def _add_live_sessions(n: int) -> None:
+    for i in range(n):
+        engine_id = f"se-more-{i}"
+        EngineSession.objects.create(
+            engine_id=engine_id,
+            epoch=1,
+            expires_at_ms=NOW + 5_000,
+            renewed_at_ms=NOW - 20_000,
+            started_at_ms=NOW - 60_000,
+        )
+        values = (f"s-more-{i}", 4, engine_id, 4, None, NOW - 30_000, 1)
+        WorkflowClaim.objects.create(**dict(zip(CLAIM_COLUMNS, values, strict=True)))
+
+
+@pytest.mark.parametrize("state", CLAIM_STATES)
+def test_with_most_sessions_live_the_state_filter_still_agrees_with_the_protocol(state):
+    # More live sessions than sessions in any other state: the live filter names the few
+    # that are not live instead of the many that are.
+    _add_live_sessions(10)
+    page = claim_list(now_ms=NOW, timing=TIMING, state=state, limit=200)
+
+    listed = {item.workflow_id for item in page.items}
+    rows = OrmClaimStore().read_claims(
+        [*ROWS, *SESSION_CLAIMS, *(f"s-more-{i}" for i in range(10))]
+    )
+    judged = {wf: derive_claim_state(row, NOW, TIMING) for wf, row in rows.items()}
+    assert listed == {wf for wf, s in judged.items() if s == state}
+    assert state != "live" or {f"s-more-{i}" for i in range(10)} <= listed
+
+
 def test_the_state_counts_agree_with_the_protocol_in_one_scan_and_one_session_read(
     django_assert_num_queries,
 ):
