@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from django.db.models import Case, CharField, Count, Value, When
@@ -38,18 +39,21 @@ def _row_state_case(now_ms: int, timing: ClaimTiming) -> Case:
 
 def claims_by_state(claims: Any, now_ms: int, timing: ClaimTiming) -> dict[ClaimState, int]:
     """Claim rows per derived state (every state present, zeros included)."""
-    by_state, _ = claims_by_state_and_holder(claims, now_ms, timing)
-    return by_state
+    return claims_by_state_and_holder(claims, now_ms, timing).by_state
 
 
-def claims_by_state_and_holder(
-    claims: Any, now_ms: int, timing: ClaimTiming
-) -> tuple[dict[ClaimState, int], dict[str, int]]:
-    """Per derived state, and per holder engine: one grouped scan of the claims, by holder,
-    session and the state the row alone decides, then one read of the sessions the groups
-    name (none in the workflow-lease mode), each judged once for all of its claims."""
-    by_state = dict.fromkeys(CLAIM_STATES, 0)
-    by_holder: dict[str, int] = {}
+@dataclass(frozen=True)
+class StateCounts:
+    by_state: dict[ClaimState, int]  # every state, zeros included
+    by_holder: dict[str, int]  # claim rows per holder engine
+    by_holder_state: dict[str, dict[str, int]]  # per holder engine, its rows per state
+
+
+def claims_by_state_and_holder(claims: Any, now_ms: int, timing: ClaimTiming) -> StateCounts:
+    """Per derived state, per holder engine, and both: one grouped scan of the claims, by
+    holder, session and the state the row alone decides, then one read of the sessions the
+    groups name (none in the workflow-lease mode), each judged once for all of its claims."""
+    counts = StateCounts(dict.fromkeys(CLAIM_STATES, 0), {}, {})
     groups = list(
         claims.annotate(row_state=_row_state_case(now_ms, timing))
         .values_list("holder_engine_id", "holder_session_epoch", "row_state")
@@ -63,10 +67,12 @@ def claims_by_state_and_holder(
             state = session_holder_state(
                 sessions.get(holder), holder, session_epoch, now_ms, timing
             )
-        by_state[state] += n
+        counts.by_state[state] += n
         if holder:
-            by_holder[holder] = by_holder.get(holder, 0) + n
-    return by_state, by_holder
+            counts.by_holder[holder] = counts.by_holder.get(holder, 0) + n
+            held = counts.by_holder_state.setdefault(holder, {})
+            held[state] = held.get(state, 0) + n
+    return counts
 
 
 def pass_part(summary: Any, name: str) -> dict[str, Any]:

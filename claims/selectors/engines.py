@@ -19,14 +19,14 @@ from claims.models import (
 )
 from claims.protocol.pass_histogram import BUCKETS_S
 from claims.protocol.sessions import SessionRow
-from claims.protocol.states import ClaimState
+from claims.protocol.states import CLAIM_STATES, ClaimState
 from claims.protocol.timing import ClaimTiming
 
 from .derived import LATE_INTERVALS, PASS_NAMES, claims_by_state, pass_part
 from .engine_health import SILENT, silent_holdings_of
 from .engine_sessions import session_of, with_sessions
 from .fleet_totals import LIVE_ENGINE_STATUSES
-from .overview import snapshot_holdings
+from .overview import snapshot_engine_states, snapshot_holdings
 
 ENGINE_LIMIT = 200
 RECENT_EVENTS = 25
@@ -217,14 +217,22 @@ def live_engine_ids() -> list[str]:
     )
 
 
+def _claims_by_state_of(engine_id: str, now_ms: int, timing: ClaimTiming) -> dict[ClaimState, int]:
+    """An engine's claims per derived state: as beat's fresh snapshot counted them (at most
+    two renew intervals old, as its holding column), or counted now without one."""
+    counted = snapshot_engine_states(engine_id, now_ms=now_ms, timing=timing)
+    if counted is None:
+        held = WorkflowClaim.objects.filter(holder_engine_id=engine_id)
+        return claims_by_state(held, now_ms, timing)
+    return {state: counted.get(state, 0) for state in CLAIM_STATES}
+
+
 def engine_detail(engine_id: str, *, now_ms: int, timing: ClaimTiming) -> EngineDetail | None:
     engine = with_sessions(Engine.objects.filter(engine_id=engine_id)).first()
     if engine is None:
         return None
     (row,) = _rows([engine], now_ms, timing)
-    by_state = claims_by_state(
-        WorkflowClaim.objects.filter(holder_engine_id=engine_id), now_ms, timing
-    )
+    by_state = _claims_by_state_of(engine_id, now_ms, timing)
     histograms = {}
     summary = engine.pass_summary if isinstance(engine.pass_summary, dict) else {}
     for name in PASS_NAMES:

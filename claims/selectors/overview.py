@@ -115,11 +115,14 @@ class FleetScan:
     workflows_by_status: dict[str, int]
     # Per workflow type, its workflows per status: the workflows page filtered by type.
     workflows_by_type: dict[str, dict[str, int]]
+    # Per holder engine, its claims per derived state: an engine's own page.
+    by_holder_state: dict[str, dict[str, int]]
 
     def as_json(self) -> dict[str, Any]:
         return {
             "by_state": self.by_state,
             "by_holder": self.by_holder,
+            "by_holder_state": self.by_holder_state,
             "ownerless_running": self.ownerless_running,
             "ownerless_examples": self.ownerless_examples,
             "workflows_by_status": self.workflows_by_status,
@@ -136,6 +139,7 @@ class FleetScan:
             data["ownerless_examples"],
             data["workflows_by_status"],
             data["workflows_by_type"],
+            data["by_holder_state"],
         )
 
 
@@ -162,20 +166,23 @@ def _workflows_by_type() -> tuple[dict[str, int], dict[str, dict[str, int]]]:
 def fleet_scan(*, now_ms: int, timing: ClaimTiming) -> FleetScan:
     """Three scans: claims by derived state and holder, stranded running workflows, workflows
     by status and type."""
-    by_state, by_holder = claims_by_state_and_holder(WorkflowClaim.objects.all(), now_ms, timing)
+    counted = claims_by_state_and_holder(WorkflowClaim.objects.all(), now_ms, timing)
     holders = WorkflowClaim.objects.filter(
         workflow_id=OuterRef("pk"), holder_engine_id__isnull=False
     )
     ownerless_running, ownerless_examples = _ids_and_count(
         Workflow.objects.filter(status=WorkflowStatus.RUNNING).exclude(Exists(holders))
     )
+    by_status, by_type = _workflows_by_type()
     return FleetScan(
         now_ms,
-        by_state,
-        by_holder,
+        counted.by_state,
+        counted.by_holder,
         ownerless_running,
         ownerless_examples,
-        *_workflows_by_type(),
+        by_status,
+        by_type,
+        counted.by_holder_state,
     )
 
 
@@ -215,6 +222,18 @@ def snapshot_holdings(*, now_ms: int, timing: ClaimTiming) -> dict[str, int] | N
     """Claim rows per holder engine as beat's snapshot counted them, when it is fresh."""
     part = _fresh_snapshot_part("by_holder", now_ms, timing)
     return None if part is None else _counts(part)
+
+
+def snapshot_engine_states(
+    engine_id: str, *, now_ms: int, timing: ClaimTiming
+) -> dict[str, int] | None:
+    """One engine's claims per derived state as beat's snapshot counted them, when it is
+    fresh (an engine that held nothing then has none); one query."""
+    by_holder_state = _fresh_snapshot_part("by_holder_state", now_ms, timing)
+    if by_holder_state is None:
+        return None
+    counts = by_holder_state.get(engine_id)
+    return _counts(counts) if isinstance(counts, dict) else {}
 
 
 def snapshot_workflow_counts(

@@ -35,6 +35,8 @@ def test_sql_case_counts_match_the_protocol_rule(django_assert_num_queries):
 
 def test_holder_counts_leave_out_blank_and_missing_holders():
     """Per-engine counts name real engines only: a blank engine id is not an engine."""
-    _, by_holder = claims_by_state_and_holder(WorkflowClaim.objects.all(), NOW, TIMING)
+    counted = claims_by_state_and_holder(WorkflowClaim.objects.all(), NOW, TIMING)
 
-    assert by_holder == {"e1": 3, "e2": 3, "e3": 1}
+    assert counted.by_holder == {"e1": 3, "e2": 3, "e3": 1}
+    assert set(counted.by_holder_state) == {"e1", "e2", "e3"}
+    assert {e: sum(s.values()) for e, s in counted.by_holder_state.items()} == counted.by_holder

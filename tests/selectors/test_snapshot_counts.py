@@ -11,10 +11,11 @@ from claims.fleet_clock import fleet_clock
 from claims.models import ReclaimCursor, Workflow
 from claims.protocol.reclaim import CURSOR_NAME
 from claims.protocol.timing import ClaimTiming
+from claims.selectors.engines import engine_detail
 from claims.selectors.reclaim import reclaim_progress
 from claims.selectors.workflow_list import WorkflowFilters, workflow_list
 from claims.services.engines import fleet_snapshot_take
-from tests.factories import make_workflow
+from tests.factories import make_claim, make_engine, make_workflow
 
 pytestmark = pytest.mark.django_db
 
@@ -88,3 +89,22 @@ def test_a_position_past_a_snapshot_behind_the_table_stays_within_it(fleet: int)
 
     assert Workflow.objects.count() == 7
     assert (total, position) == (4, 4)
+
+
+def test_an_engines_claims_by_state_come_from_the_snapshot_while_it_is_fresh() -> None:
+    make_engine("e-1")
+    now = fleet_clock()()
+    make_claim("wf-1", engine="e-1")
+    make_claim("wf-2", engine="e-1", expires_in_ms=-120_000)  # expired
+
+    def states(at: int) -> dict[str, int]:
+        detail = engine_detail("e-1", now_ms=at, timing=TIMING)
+        assert detail is not None
+        return {state: n for state, n in detail.claims_by_state.items() if n}
+
+    counted = states(now)
+    fleet_snapshot_take(now_ms=now, timing=TIMING)
+    make_claim("wf-3", engine="e-1")
+
+    assert states(now) == counted == {"live": 1, "expired": 1}
+    assert states(now + FRESH_FOR + 1) != counted  # stale: counted now, wf-3 too
