@@ -23,8 +23,9 @@ Parts (``--only``, comma-separated; all by default):
 
 Options:
   --large    renew also 100,000 claims; reclaim at scale over 100,000 and 1,000,000
-             workflows (1,000 and 10,000 stranded). About 2 more minutes per database:
-             a default --both takes about 4 minutes, --both --large about 7.
+             workflows (1,000 and 10,000 stranded); and the fleet and pages-1m parts.
+             A default --both takes about 4 minutes; the larger reclaim adds about 2 per
+             database, fleet and pages-1m several each (pages-1m: 7 on PostgreSQL).
   --strict   exit 1 when a binding target (PostgreSQL) is missed
   --publish  also copy the charts to docs/benchmarks/
 """
