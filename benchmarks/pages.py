@@ -671,11 +671,12 @@ def run(
         f"/metrics < {METRICS_TARGET_MS:g} ms median; the p95 column is reported, not judged"
     )
     section.notes.append(
-        "the overview reads the fleet snapshot beat takes every renew interval (claims by "
-        "state and holder, stranded workflows, workflows by status); 'overview fragment' is "
-        "measured with a fresh one, as in production; 'with no fresh snapshot' (beat down) "
-        "scans on every request and is reported for reference; the snapshot itself is timed "
-        f"over {SNAPSHOT_REPS} runs"
+        "the overview, the engines, an engine, the workflows page and the reclaim page read "
+        "counts from the fleet snapshot beat takes every renew interval; each endpoint is "
+        "measured with a fresh one, as in production, and the live engines' heartbeats "
+        "(and sessions) renewed; 'with no fresh snapshot' (beat down) counts on every "
+        f"request and is reported for reference; the snapshot itself is timed over "
+        f"{SNAPSHOT_REPS} runs"
     )
     section.notes.append(
         f"setup {setup['load_s']:.1f} s"

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from benchmarks import charts, failover, fleet_scale, reclaim_scale, session_renew
+from benchmarks import charts, failover, fleet_scale, pages, reclaim_scale, session_renew
 from benchmarks.seed import Layout, seed
 from claims.models import Workflow, WorkflowClaim, WorkflowVisibility
 from claims.protocol import ClaimTiming
@@ -133,6 +133,14 @@ def _results(vendor: str) -> dict[str, Any]:
             "engines": 50,
             "endpoints": [{"key": "audit", "median_ms": 9.0, "p95_ms": 12.0, "limit_ms": 50.0}],
         },
+        **{
+            key: {
+                "claims": 1_000_000,
+                "engines": 50,
+                "endpoints": [{"key": "audit", "median_ms": 9.0, "p95_ms": 12.0, "limit_ms": 50.0}],
+            }
+            for key in ("pages_1m", "pages_1m_sessions")
+        },
         "sessions": {
             "modes": {
                 f"{mode}/{n}": {"median_ms": ms * n, "wal_bytes": wal * n}
@@ -163,6 +171,7 @@ def test_charts_are_written_as_png(tmp_path: Path) -> None:
     assert sorted(p.name for p in written) == [
         "failover.png",
         "ownership-modes.png",
+        "pages-1m.png",
         "pages.png",
         "ratios.png",
         "reclaim-scale.png",
@@ -241,3 +250,32 @@ def test_the_fleet_benchmark_renews_one_row_per_engine_and_reclaims_nothing(
     assert data["executing"] == 20
     assert data["engine-lease"]["renew"]["wal_bytes"] < data["workflow-lease"]["renew"]["wal_bytes"]
     assert [t.value for t in targets if t.key == "fleet.session_row_writes"] == [4]
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("sessions", [False, True], ids=["workflow-lease", "engine-lease"])
+def test_the_pages_benchmark_answers_every_endpoint_over_parked_workflows(
+    monkeypatch: pytest.MonkeyPatch, sessions: bool
+) -> None:
+    """Every page and fragment answers 200 (the run raises otherwise) over a small fleet
+    with parked workflows loaded in SQL, held live, in either mode."""
+    sizes = {"CLAIMS": 1_000, "HELD_LIVE": 300, "IN_GRACE": 10, "EXPIRED": 20, "INVALID": 5}
+    sizes |= {"OWNERLESS_RUNNING": 5, "UNINDEXED": 5, "WARMUP": 0, "REPS": 1, "SNAPSHOT_REPS": 1}
+    for name, value in sizes.items():
+        monkeypatch.setattr(pages, name, value)
+
+    data, _section, targets = pages.run(binding=False, sessions=sessions, parked=500)
+
+    assert data["claims"] == 1_500
+    assert (
+        WorkflowClaim.objects.filter(holder_engine_id__isnull=False).count()
+        == 300 + 10 + 20 + 5 + 500
+    )
+    parked = WorkflowClaim.objects.filter(workflow_id__startswith="wf-p")
+    assert parked.count() == 500
+    assert parked.filter(holder_session_epoch__isnull=sessions).count() == 0
+    assert Workflow.objects.filter(workflow_id__startswith="wf-p", status="running").count() == 500
+    assert {e["key"] for e in data["endpoints"]} >= {"claims_page", "engine", "metrics"}
+    assert all(
+        t.key.startswith("pages_sessions_large." if sessions else "pages_large.") for t in targets
+    )
