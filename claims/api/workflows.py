@@ -49,7 +49,9 @@ def workflows_list(request: HttpRequest, filters: Query[WorkflowFilterIn]) -> Wo
     id order (`id`), filtered by type, status and a `since_ms`/`until_ms` range on the
     `time` column; follow `next_cursor`, with the same sort, for more. `status_counts`
     counts every status under the type and time filters; without a time filter, they are
-    beat's fleet snapshot's counts, at most two renew intervals old."""
+    beat's fleet snapshot's counts, at most two renew intervals old; under a time filter,
+    each status is counted up to 10,000 and `capped_statuses` names those that reached it
+    (at least that many)."""
     if (
         filters.since_ms is not None
         and filters.until_ms is not None

@@ -28,6 +28,7 @@ from .engines import (
     RetiredPassHistograms,
 )
 from .fleet_history import FleetSnapshotHistory
+from .id_search import ID_SEARCH_TABLE, ClaimIdSearch
 from .ids import ENGINE_ID_MAX_LENGTH, WORKFLOW_ID_MAX_LENGTH
 from .sessions import EngineSession
 from .tokens import ApiToken, ApiTokenScope
@@ -43,6 +44,7 @@ from .workflows import (
 __all__ = [
     "ACTIVE_BACKFILL_STATUSES",
     "ENGINE_ID_MAX_LENGTH",
+    "ID_SEARCH_TABLE",
     "TERMINAL_STATUSES",
     "WORKFLOW_ID_MAX_LENGTH",
     "ApiToken",
@@ -52,6 +54,7 @@ __all__ = [
     "ClaimCounter",
     "ClaimEvent",
     "ClaimEventKind",
+    "ClaimIdSearch",
     "ClaimRowsAreKeptError",
     "CounterName",
     "Engine",

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
+from django.db import connections
 from django.db.models import Count, Q, QuerySet
 
 from claims.models import WORKFLOW_ID_MAX_LENGTH, Workflow, WorkflowStatus
@@ -22,6 +23,9 @@ from .overview import snapshot_workflow_counts
 CURSOR_MAX_LENGTH = WORKFLOW_ID_MAX_LENGTH + 20
 
 MAX_PAGE = 200
+# Under a time range each status is counted up to this many and shown as "10,000+" past
+# it: an exact count would read every workflow in the range, a million on a busy fleet.
+COUNT_CAP = 10_000
 WorkflowSort = Literal["updated", "created", "id"]
 WORKFLOW_SORTS: tuple[WorkflowSort, ...] = ("updated", "created", "id")
 TimeField = Literal["updated", "created"]
@@ -72,10 +76,16 @@ class WorkflowPage:
     next_cursor: str | None
     status_counts: dict[str, int]  # every status, 0 included; under the type and time filters
     as_of_ms: int
+    # The statuses counted only up to COUNT_CAP: at least that many (a time range).
+    capped_statuses: tuple[str, ...] = ()
 
     @property
     def total(self) -> int:
         return sum(self.status_counts.values())
+
+    @property
+    def total_capped(self) -> bool:
+        return bool(self.capped_statuses)
 
 
 def _filtered(filters: WorkflowFilters) -> QuerySet[Workflow]:
@@ -111,28 +121,51 @@ def _cursor_of(sort: WorkflowSort, row: WorkflowRow) -> str:
     return f"{at}:{row.workflow_id}"
 
 
-def workflow_status_counts_where(filters: WorkflowFilters) -> dict[str, int]:
-    """Workflows per status under the type and time filters; one grouped query."""
+def workflow_status_counts_where(
+    filters: WorkflowFilters, *, cap: int | None = None
+) -> tuple[dict[str, int], tuple[str, ...]]:
+    """Workflows per status under the type and time filters, and the statuses whose count
+    stopped at ``cap``. Uncapped: one grouped query. Capped: one query of a capped count
+    per status, each a range of the status index that stops at ``cap`` + 1 rows."""
     counts = dict.fromkeys(WorkflowStatus.values, 0)
-    grouped = _filtered(filters).order_by().values_list("status").annotate(n=Count("pk"))
-    for status, n in grouped:
-        counts[status] = n
-    return counts
+    rows = _filtered(filters).order_by()
+    if cap is None:
+        for status, n in rows.values_list("status").annotate(n=Count("pk")):
+            counts[status] = n
+        return counts, ()
+    # One statement: per status, the count of a subquery that stops at cap + 1 rows.
+    statuses = WorkflowStatus.values
+    parts, params = [], []
+    for index, status in enumerate(statuses):
+        limited = rows.filter(status=status).values("pk")[: cap + 1]
+        sql, sub_params = limited.query.get_compiler(using=limited.db).as_sql()
+        parts.append(f"SELECT {index}, COUNT(*) FROM ({sql}) AS capped")
+        params.extend(sub_params)
+    with connections[rows.db].cursor() as cursor:
+        cursor.execute(" UNION ALL ".join(parts), params)
+        for index, n in cursor.fetchall():
+            counts[statuses[index]] = n
+    capped = tuple(s for s, n in counts.items() if n > cap)
+    for status in capped:
+        counts[status] = cap
+    return counts, capped
 
 
 def _status_counts(
     filters: WorkflowFilters, now_ms: int, timing: ClaimTiming | None
-) -> dict[str, int]:
+) -> tuple[dict[str, int], tuple[str, ...]]:
     """The counts per status: with no time filter, as beat's fresh snapshot counted them
     (of the type filtered on, if any; at most two renew intervals old, as the overview's;
-    a million workflows take ~100 ms to count), else counted now."""
-    if timing is not None and filters.since_ms is None and filters.until_ms is None:
-        counted = snapshot_workflow_counts(
-            now_ms=now_ms, timing=timing, workflow_type=filters.workflow_type or None
-        )
-        if counted is not None:
-            return {status: counted.get(status, 0) for status in WorkflowStatus.values}
-    return workflow_status_counts_where(filters)
+    a million workflows take ~100 ms to count), else counted now, each up to COUNT_CAP."""
+    if filters.since_ms is None and filters.until_ms is None:
+        if timing is not None:
+            counted = snapshot_workflow_counts(
+                now_ms=now_ms, timing=timing, workflow_type=filters.workflow_type or None
+            )
+            if counted is not None:
+                return {status: counted.get(status, 0) for status in WorkflowStatus.values}, ()
+        return workflow_status_counts_where(filters)
+    return workflow_status_counts_where(filters, cap=COUNT_CAP)
 
 
 def workflow_list(
@@ -159,4 +192,5 @@ def workflow_list(
     values = list(rows.values_list(*_ROW_COLUMNS)[: limit + 1])
     items = [WorkflowRow(*row) for row in values[:limit]]
     next_cursor = _cursor_of(filters.sort, items[-1]) if len(values) > limit else None
-    return WorkflowPage(items, next_cursor, _status_counts(filters, now_ms, timing), now_ms)
+    counts, capped = _status_counts(filters, now_ms, timing)
+    return WorkflowPage(items, next_cursor, counts, now_ms, capped)

@@ -12,6 +12,7 @@ from claims.fleet_clock import fleet_now
 from claims.models import WorkflowStatus
 from claims.runtime.types import WORKFLOW_TYPE_MAX_LENGTH, registered_types
 from claims.selectors.workflow_list import (
+    COUNT_CAP,
     CURSOR_MAX_LENGTH,
     TIME_FIELDS,
     WORKFLOW_SORTS,
@@ -66,5 +67,6 @@ def workflows(request: HtmxHttpRequest) -> HttpResponse:
             or filters.until_ms is not None
         ),
         "cursor": cursor,
+        "count_cap": f"{COUNT_CAP:,}",
     }
     return render_page(request, "claims/workflows.html", context, fragments=["workflows-live"])

@@ -147,6 +147,10 @@ def test_stranded_is_ownerless_with_a_running_workflow():
         ("GRACE", []),  # ids are case-sensitive, and so is the search
         ("-e", ["b-live-edge", "d-grace-edge", "e-expired", "f-invalid-epoch"]),
         ("zzz", []),
+        # LIKE's wildcards are searched for as themselves (the trigram search is a LIKE).
+        ("%ra", []),
+        ("gr_ce", []),
+        ("race", ["c-grace", "d-grace-edge"]),
     ],
 )
 def test_search_matches_any_part_of_the_id(search, expected):

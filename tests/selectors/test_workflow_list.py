@@ -119,7 +119,48 @@ def test_a_page_and_its_counts_are_two_queries_whatever_the_rows(n, django_asser
 
 def test_counts_are_one_grouped_query(rows, django_assert_num_queries):
     with django_assert_num_queries(1):
-        counts = workflow_status_counts_where(WorkflowFilters(workflow_type="order"))
+        counts, capped = workflow_status_counts_where(WorkflowFilters(workflow_type="order"))
 
     assert counts["failed"] == 2
     assert sum(counts.values()) == 4
+    assert capped == ()
+
+
+@pytest.mark.parametrize("time_field", ["updated", "created"])
+def test_capped_counts_are_exact_to_the_cap_then_stop_there_in_one_query(
+    time_field, django_assert_num_queries
+):
+    for i in range(5):
+        make_workflow(f"wf-f{i}", status="failed", created_ago_ms=1_000, updated_ago_ms=1_000)
+    for i in range(3):
+        make_workflow(f"wf-r{i}", status="running", created_ago_ms=1_000, updated_ago_ms=1_000)
+    make_workflow("wf-old", status="failed", created_ago_ms=90_000, updated_ago_ms=90_000)
+    make_workflow("wf-t", status="failed", workflow_type="ledger", updated_ago_ms=1_000)
+    now = fleet_clock()()
+    recent = WorkflowFilters(workflow_type="order", time_field=time_field, since_ms=now - 5_000)
+
+    with django_assert_num_queries(1):
+        counts, capped = workflow_status_counts_where(recent, cap=3)
+
+    # Three running: exactly the cap, exact. Five failed (the old one and the other
+    # type's are outside the filters): stopped at the cap, and named.
+    assert counts["running"] == 3
+    assert counts["failed"] == 3
+    assert capped == ("failed",)
+    assert counts["completed"] == 0
+    uncapped, none = workflow_status_counts_where(recent)
+    assert (uncapped["failed"], uncapped["running"], none) == (5, 3, ())
+
+
+def test_a_page_under_a_time_range_counts_up_to_the_cap(rows, monkeypatch):
+    monkeypatch.setattr("claims.selectors.workflow_list.COUNT_CAP", 1)
+    now = fleet_clock()()
+
+    ranged = workflow_list(WorkflowFilters(since_ms=now - 60_000), now_ms=now)
+    whole = workflow_list(WorkflowFilters(), now_ms=now)
+
+    assert ranged.status_counts["failed"] == 1
+    assert ranged.capped_statuses == ("failed",)
+    assert ranged.total_capped
+    assert whole.status_counts["failed"] == 2  # no time range: counted in full
+    assert not whole.total_capped

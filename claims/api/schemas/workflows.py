@@ -184,6 +184,8 @@ class WorkflowPageOut(Schema):
     items: list[WorkflowRowOut]
     next_cursor: str | None  # valid with the same sort only
     status_counts: dict[str, int]  # under the type and time filters, not the status
+    # Under a time range each status is counted up to 10,000: these are at least that.
+    capped_statuses: list[str]
     as_of_ms: int
     as_of: datetime | None
 
