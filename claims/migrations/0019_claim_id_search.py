@@ -6,13 +6,6 @@ TRUNCATE of the claims table (a test or benchmark clearing its fleet) empties th
 too. The table is filled from the existing rows in the same transaction as the trigger
 is created, so no id falls between them.
 
-Beside it, statistics over the four holder columns together: PostgreSQL otherwise
-assumes the columns are independent, and estimates the rows with none of them set (the
-ownerless rows, workflow_claim_unheld_idx) at the product of their null fractions, about
-ten at a million claims where there are tens of thousands. A search joined to that
-estimate probes the id table once per ownerless row (110 ms at a million claims); the
-most-common-values list of the four columns counts the all-null row exactly.
-
 The trigram index needs the pg_trgm extension (in PostgreSQL's contrib, trusted since 13:
 a database owner may create it). Where it cannot be created the table is still kept and
 searched, without the index: a narrower scan than the claim rows, and the same answers.
@@ -24,11 +17,7 @@ TABLE = "claims_claimidsearch"
 CLAIMS = "claims_workflowclaim"
 TRIGRAM_INDEX = "claims_claimidsearch_trgm"
 
-HOLDER_STATS = "workflow_claim_holder_stats"
-
 CREATE = [
-    f"CREATE STATISTICS {HOLDER_STATS} (mcv) ON holder_engine_id, holder_epoch, "
-    f"holder_expires_at_ms, holder_claimed_at_ms FROM {CLAIMS}",
     f"CREATE TABLE {TABLE} (workflow_id varchar(255) PRIMARY KEY)",
     f"""CREATE FUNCTION {TABLE}_add() RETURNS trigger LANGUAGE plpgsql AS $$
     BEGIN
@@ -53,7 +42,6 @@ DROP = [
     f"DROP FUNCTION IF EXISTS {TABLE}_clear()",
     f"DROP FUNCTION IF EXISTS {TABLE}_add()",
     f"DROP TABLE IF EXISTS {TABLE}",
-    f"DROP STATISTICS IF EXISTS {HOLDER_STATS}",
 ]
 
 

@@ -39,6 +39,8 @@ from .last_holders import LastHolder, last_holders
 MAX_PAGE = 200
 # A trigram index finds a substring of at least three characters.
 TRIGRAM = 3
+# Past this many ids a fragment is common: a scan of the claim rows finds a page sooner.
+SEARCH_CANDIDATES = 1_000
 # What the list shows besides one derived state: "attention" is every held row (live, in
 # grace, expired, invalid) and the stranded ones (no holder, workflow running), which
 # leaves out the ownerless rows of finished workflows; "all" is every row ever claimed.
@@ -277,13 +279,18 @@ def claim_list(
 
 def _with_substring(rows: WorkflowClaimQuerySet, search: str) -> WorkflowClaimQuerySet:
     """The rows whose workflow id contains ``search``, case-sensitive as ids are. On
-    PostgreSQL, three characters or more: the ids the trigram index over the insert-only
-    id table finds (claims.models.id_search), then their claim rows by primary key. Else
-    strpos / instr over the claim rows (on PostgreSQL a third of the cost of a LIKE over
-    the same scan), which the page stops reading once it has its rows."""
+    PostgreSQL, for three characters or more, the ids are first found through the trigram
+    index over the insert-only id table (claims.models.id_search), up to
+    SEARCH_CANDIDATES of them, and the claim rows read by primary key: a literal list, so
+    no join plan rests on an estimate of how many claim rows a scope holds. A fragment
+    that matches more ids, and SQLite, use strpos / instr over the claim rows (on
+    PostgreSQL a third of the cost of a LIKE over the same scan): the matches are then
+    common, and the page stops reading once it has its rows."""
     if connections[rows.db].vendor == "postgresql" and len(search) >= TRIGRAM:
-        ids = ClaimIdSearch.objects.using(rows.db).filter(workflow_id__contains=search)
-        return rows.filter(workflow_id__in=ids.values("workflow_id"))
+        matching = ClaimIdSearch.objects.using(rows.db).filter(workflow_id__contains=search)
+        ids = list(matching.values_list("workflow_id", flat=True)[: SEARCH_CANDIDATES + 1])
+        if len(ids) <= SEARCH_CANDIDATES:
+            return rows.filter(workflow_id__in=ids)
     return rows.alias(found_at=StrIndex("workflow_id", Value(search))).filter(found_at__gt=0)
 
 

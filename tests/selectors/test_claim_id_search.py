@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
 from claims.models import ClaimIdSearch, WorkflowClaim
 from claims.protocol import ClaimMetrics, ClaimRegistry, ClaimTiming
@@ -73,7 +74,7 @@ def test_emptying_the_claims_table_empties_the_id_table() -> None:
     assert list(ClaimIdSearch.objects.values_list("workflow_id", flat=True)) == ["order-two"]
 
 
-def test_a_search_of_three_characters_reads_the_trigram_index() -> None:
+def test_a_search_of_three_characters_finds_its_ids_through_the_trigram_index() -> None:
     for n in range(30):
         make_claim(f"wf-{n:03d}")
     with connection.cursor() as cursor:
@@ -81,14 +82,35 @@ def test_a_search_of_three_characters_reads_the_trigram_index() -> None:
         # Price out reading every id, from the table or its primary key: a small table.
         for setting in ("enable_seqscan", "enable_indexscan", "enable_indexonlyscan"):
             cursor.execute(f"SET LOCAL {setting} = off")
-        plan = _with_substring(WorkflowClaim.objects.all(), "017").explain()
+        with CaptureQueriesContext(connection) as queries:
+            rows = _with_substring(WorkflowClaim.objects.all(), "017")
+        (lookup,) = queries.captured_queries
+        cursor.execute(f"EXPLAIN {lookup['sql']}")
+        plan = "\n".join(line for (line,) in cursor.fetchall())
     assert "claims_claimidsearch_trgm" in plan
+    # The claim rows are then read by primary key, from a list of the ids found.
+    assert "Index Cond: ((workflow_id)::text = " in rows.explain()
     assert found("017") == ["wf-017"]
+
+
+def test_a_fragment_matching_more_ids_than_the_candidates_reads_the_claim_rows(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr("claims.selectors.claims.SEARCH_CANDIDATES", 5)
+    for n in range(12):
+        make_claim(f"wf-{n:03d}")
+    make_claim("other-1")
+    plan = _with_substring(WorkflowClaim.objects.all(), "wf-").explain()
+    assert "strpos" in plan
+    assert found("wf-") == [f"wf-{n:03d}" for n in range(12)]
+    assert found("wf-01") == ["wf-010", "wf-011"]  # five or fewer: by primary key
 
 
 def test_a_shorter_search_reads_the_claim_rows() -> None:
     for n in range(30):
         make_claim(f"wf-{n:03d}")
-    plan = _with_substring(WorkflowClaim.objects.all(), "17").explain()
-    assert "claims_claimidsearch" not in plan
+    with CaptureQueriesContext(connection) as queries:
+        plan = _with_substring(WorkflowClaim.objects.all(), "17").explain()
+    assert "claims_claimidsearch" not in queries.captured_queries[0]["sql"]
+    assert "strpos" in plan
     assert found("17") == ["wf-017"]
