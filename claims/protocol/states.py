@@ -44,14 +44,21 @@ def session_holder_state(
     ``session_epoch`` of ``engine_id``, given that engine's session row as read (None: no
     row). The same rule as derive_claim_state, for a count that groups such holders by
     session and reads each session once."""
-    if (
-        session is None
-        or not session.is_valid()
-        or session.engine_id != engine_id
-        or session.epoch != session_epoch
-    ):
+    if session is None or not names_valid_session(session, engine_id, session_epoch):
         return "invalid"
     return _BY_SESSION_STATE[derive_session_state(session, now_ms, timing)]
+
+
+def names_valid_session(session: SessionRow | None, engine_id: str, session_epoch: int) -> bool:
+    """Whether ``session`` (that engine's row as read; None: no row) is a valid row of
+    ``engine_id`` at ``session_epoch``, so a holder naming that session lives by its
+    expiry; a holder naming a missing, garbled or moved-on session is invalid."""
+    return (
+        session is not None
+        and session.is_valid()
+        and session.engine_id == engine_id
+        and session.epoch == session_epoch
+    )
 
 
 def takeover_eligible(row: ClaimRow, now_ms: int, timing: ClaimTiming) -> bool:

@@ -33,6 +33,7 @@ from .claim_order import (
     encode_cursor,
 )
 from .engine_names import engine_condition
+from .expiry_order import expiry_values
 from .held_sessions import JudgedSessions, holders_of, judge_sessions, rows_with_sessions
 from .last_holders import LastHolder, last_holders
 
@@ -239,6 +240,12 @@ def claim_list(
     when the page has ownerless rows (their last holders, which of them run), and one more
     when a holder on it names a session (the engine-lease mode: its session is its expiry),
     and one or two first for a state filter or the state sort (the sessions claims name).
+    The expiry sort reads as a nullable column's while no claim names a session (the
+    workflow-lease mode); once one does, a session holder's expiry is its session's, and a
+    page also reads the session pairs the claims name and their sessions (two queries on
+    PostgreSQL, one more per pair on SQLite), one query per session group whose expiry
+    falls within the page, and the rows without an expiry once more: at most a few plus
+    one per session, never growing with the claims (claims.selectors.expiry_order).
     ``state`` is a derived state or a scope (CLAIM_FILTERS); ``search`` a substring of the
     workflow id (case-sensitive). A bad sort or a cursor from another sort: InvalidInputError."""
     limit = max(1, min(limit, MAX_PAGE))
@@ -258,9 +265,14 @@ def claim_list(
         rows = rows.filter(workflow_id__startswith=prefix)
     if search:
         rows = _with_substring(rows, search)
+    keys: list[Any] | None = None  # the rows' sort values, where the columns do not hold them
     if order.field == "state":
         scope = (_states_in_scope(state), scoped, now_ms, timing, sessions)
         values = _state_values(rows, order, position, limit + 1, scope)
+    elif order.field == "expires_at" and state not in ("ownerless", "stranded"):
+        # (Those filters hold no session holder: their expiry sort is any nullable sort's.)
+        keyed = expiry_values(rows, order, position, limit + 1, _COLUMNS)
+        keys, values = [key for key, _ in keyed], [row for _, row in keyed]
     else:
         values = _keyset_values(rows, order, position, limit + 1)
     released = [v[0] for v in values[:limit] if all(c is None for c in v[2:6])]
@@ -272,7 +284,7 @@ def claim_list(
     next_cursor = None
     if len(values) > limit:
         last_view, last_raw = items[-1], values[limit - 1]
-        value = _sort_value(order, last_view, last_raw)
+        value = keys[limit - 1] if keys is not None else _sort_value(order, last_view, last_raw)
         next_cursor = encode_cursor(order, value, last_view.workflow_id)
     return ClaimPage(items, next_cursor, now_ms, order.key)
 

@@ -15,7 +15,7 @@ from typing import Any
 from django.db.models import Q
 
 from claims.protocol.records import ClaimRow
-from claims.protocol.states import ClaimState, session_holder_state
+from claims.protocol.states import ClaimState, names_valid_session, session_holder_state
 from claims.protocol.timing import ClaimTiming
 from claims.store import OrmClaimStore
 from claims.store.rows import claim_row_from_values
@@ -69,6 +69,24 @@ def judge_sessions(now_ms: int, timing: ClaimTiming) -> JudgedSessions:
         state = session_holder_state(sessions.get(engine), engine, epoch, now_ms, timing)
         judged.setdefault(state, []).append((engine, epoch))
     return judged
+
+
+def session_expiries() -> dict[SessionPair, int]:
+    """The (engine, session) pairs the claims name whose session row is there and valid at
+    that epoch (names_valid_session, as judge_sessions judges them), each with its
+    session's expiry: the expiry of every claim that names it. The same reads as
+    judge_sessions (none growing with the claims). A pair missing here has no expiry."""
+    store = OrmClaimStore()
+    pairs = store.list_session_pairs()
+    if not pairs:
+        return {}
+    sessions = store.read_sessions({engine for engine, _ in pairs})
+    expiries: dict[SessionPair, int] = {}
+    for engine, epoch in pairs:
+        session = sessions.get(engine)
+        if session is not None and names_valid_session(session, engine, epoch):
+            expiries[(engine, epoch)] = session.expires_at_ms
+    return expiries
 
 
 def holders_of(pairs: Sequence[SessionPair]) -> Q:
