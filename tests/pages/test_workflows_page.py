@@ -85,6 +85,22 @@ def test_the_time_filter_takes_iso_utc(viewer_client, rows):
     assert "No workflow matches these filters." in html
 
 
+def test_counts_under_a_time_range_stop_at_the_cap_and_say_so(viewer_client, rows, monkeypatch):
+    monkeypatch.setattr("claims.selectors.workflow_list.COUNT_CAP", 1)
+    monkeypatch.setattr("claims.views.workflow_list.COUNT_CAP", 1)
+    make_workflow("wf-bad-2", status="failed", updated_ago_ms=2_500)
+    ranged = viewer_client.get("/workflows/?since=2000-01-01T00:00").content.decode()
+    whole = viewer_client.get("/workflows/").content.decode()
+
+    # Two failed: stopped at the cap, and said so; one running: at the cap, exact.
+    capped = 'title="at least: under a time range each status is counted up to 1">1+<'
+    assert f'data-count="failed" {capped}' in ranged
+    assert 'data-count="running">1<' in ranged
+    assert 'data-count="all" title="at least' in ranged
+    assert ">3+<" in ranged
+    assert "+<" not in whole  # no time range: every count is exact
+
+
 def test_keyset_pages_follow_the_sort(viewer_client):
     for n in range(55):
         make_workflow(f"wf-{n:03d}", updated_ago_ms=n * 10)
