@@ -12,7 +12,14 @@ from django.contrib.auth.models import Permission
 from django.db.models import QuerySet
 
 from claims.fleet_clock import fleet_clock
-from claims.models import Engine, EngineStatus, Workflow, WorkflowClaim, WorkflowStatus
+from claims.models import (
+    Engine,
+    EngineSession,
+    EngineStatus,
+    Workflow,
+    WorkflowClaim,
+    WorkflowStatus,
+)
 from claims.store.rows import HOLDER_COLUMNS
 
 # A claim row's columns in the order claims.store builds a ClaimRow from them.
@@ -68,6 +75,21 @@ def make_claim(
         holder_epoch=epoch if held else None,
         holder_expires_at_ms=now + expires_in_ms if held else None,
         holder_claimed_at_ms=now - claimed_ago_ms if held else None,
+    )
+
+
+def make_session(
+    engine_id: str, *, epoch: int, expires_at_ms: int, at_ms: int, closed_at_ms: int | None = None
+) -> EngineSession:
+    """``engine_id``'s session row at ``epoch``, expiring at ``expires_at_ms``, last renewed
+    20 s and started 60 s before ``at_ms``."""
+    return EngineSession.objects.create(
+        engine_id=engine_id,
+        epoch=epoch,
+        expires_at_ms=expires_at_ms,
+        renewed_at_ms=at_ms - 20_000,
+        started_at_ms=at_ms - 60_000,
+        closed_at_ms=closed_at_ms,
     )
 
 

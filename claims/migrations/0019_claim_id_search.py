@@ -50,13 +50,17 @@ DROP = [
 ]
 
 
+def _execute_in_one_transaction(connection, statements):
+    with transaction.atomic(using=connection.alias), connection.cursor() as cursor:
+        for statement in statements:
+            cursor.execute(statement)
+
+
 def create(apps, schema_editor):
     connection = schema_editor.connection
     if connection.vendor != "postgresql":
         return
-    with transaction.atomic(using=connection.alias), connection.cursor() as cursor:
-        for statement in CREATE:
-            cursor.execute(statement)
+    _execute_in_one_transaction(connection, CREATE)
     try:
         with transaction.atomic(using=connection.alias), connection.cursor() as cursor:
             cursor.execute("CREATE EXTENSION IF NOT EXISTS pg_trgm")
@@ -73,9 +77,7 @@ def drop(apps, schema_editor):
     connection = schema_editor.connection
     if connection.vendor != "postgresql":
         return
-    with transaction.atomic(using=connection.alias), connection.cursor() as cursor:
-        for statement in DROP:
-            cursor.execute(statement)
+    _execute_in_one_transaction(connection, DROP)
 
 
 class Migration(migrations.Migration):

@@ -28,7 +28,7 @@ from .engines import (
     RetiredPassHistograms,
 )
 from .fleet_history import FleetSnapshotHistory
-from .id_search import ID_SEARCH_TABLE, ClaimIdSearch
+from .id_search import ClaimIdSearch
 from .ids import ENGINE_ID_MAX_LENGTH, WORKFLOW_ID_MAX_LENGTH
 from .sessions import EngineSession
 from .tokens import ApiToken, ApiTokenScope
@@ -44,7 +44,6 @@ from .workflows import (
 __all__ = [
     "ACTIVE_BACKFILL_STATUSES",
     "ENGINE_ID_MAX_LENGTH",
-    "ID_SEARCH_TABLE",
     "TERMINAL_STATUSES",
     "WORKFLOW_ID_MAX_LENGTH",
     "ApiToken",

@@ -15,6 +15,7 @@ from typing import Any
 from django.db.models import Q
 
 from claims.protocol.records import ClaimRow
+from claims.protocol.sessions import SessionRow
 from claims.protocol.states import ClaimState, names_valid_session, session_holder_state
 from claims.protocol.timing import ClaimTiming
 from claims.store import OrmClaimStore
@@ -53,20 +54,26 @@ SessionPair = tuple[str, int]
 JudgedSessions = dict[ClaimState, list[SessionPair]]
 
 
+def _named_sessions() -> list[tuple[SessionPair, SessionRow | None]]:
+    """Every (engine, session) pair the claims name, with that engine's session row as read
+    (None: no row): one step along the session index per pair and one read of the rows."""
+    store = OrmClaimStore()
+    pairs = store.list_session_pairs()
+    if not pairs:
+        return []
+    sessions = store.read_sessions({engine for engine, _ in pairs})
+    return [((engine, epoch), sessions.get(engine)) for engine, epoch in pairs]
+
+
 def judge_sessions(now_ms: int, timing: ClaimTiming) -> JudgedSessions:
     """Every (engine, session) pair the claims name, judged once with its session row by
     the protocol's rule: one step along the session index per pair and one read of those
     sessions, none of it growing with the claims (one statement that finds nothing in the
     workflow-lease mode). A filter then reads a state's session holders by their pairs.
     A pair first named after this read is in no state's list until the next request."""
-    store = OrmClaimStore()
-    pairs = store.list_session_pairs()
-    if not pairs:
-        return {}
-    sessions = store.read_sessions({engine for engine, _ in pairs})
     judged: JudgedSessions = {}
-    for engine, epoch in pairs:
-        state = session_holder_state(sessions.get(engine), engine, epoch, now_ms, timing)
+    for (engine, epoch), session in _named_sessions():
+        state = session_holder_state(session, engine, epoch, now_ms, timing)
         judged.setdefault(state, []).append((engine, epoch))
     return judged
 
@@ -76,14 +83,8 @@ def session_expiries() -> dict[SessionPair, int]:
     that epoch (names_valid_session, as judge_sessions judges them), each with its
     session's expiry: the expiry of every claim that names it. The same reads as
     judge_sessions (none growing with the claims). A pair missing here has no expiry."""
-    store = OrmClaimStore()
-    pairs = store.list_session_pairs()
-    if not pairs:
-        return {}
-    sessions = store.read_sessions({engine for engine, _ in pairs})
     expiries: dict[SessionPair, int] = {}
-    for engine, epoch in pairs:
-        session = sessions.get(engine)
+    for (engine, epoch), session in _named_sessions():
         if session is not None and names_valid_session(session, engine, epoch):
             expiries[(engine, epoch)] = session.expires_at_ms
     return expiries

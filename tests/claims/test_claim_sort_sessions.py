@@ -9,11 +9,11 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from claims.models import EngineSession, WorkflowClaim
+from claims.models import WorkflowClaim
 from claims.protocol.constants import MAX_SAFE_INTEGER
 from claims.selectors import claim_list
 from tests.claims.state_rows import NOW, TIMING
-from tests.factories import CLAIM_COLUMNS
+from tests.factories import CLAIM_COLUMNS, make_session
 
 pytestmark = pytest.mark.django_db
 
@@ -53,17 +53,6 @@ CLAIMS = {
 GROUPS = 3
 
 
-def session(engine_id: str, epoch: int, expires: int, closed: int | None) -> EngineSession:
-    return EngineSession.objects.create(
-        engine_id=engine_id,
-        epoch=epoch,
-        expires_at_ms=expires,
-        renewed_at_ms=NOW - 20_000,
-        started_at_ms=NOW - 60_000,
-        closed_at_ms=closed,
-    )
-
-
 def claim(workflow_id: str, own: int | None, engine: str | None, session_epoch: int | None):
     held = engine is not None
     values = (
@@ -81,7 +70,7 @@ def claim(workflow_id: str, own: int | None, engine: str | None, session_epoch: 
 @pytest.fixture(autouse=True)
 def fleet():
     for engine_id, (epoch, expires, closed) in SESSIONS.items():
-        session(engine_id, epoch, expires, closed)
+        make_session(engine_id, epoch=epoch, expires_at_ms=expires, at_ms=NOW, closed_at_ms=closed)
     WorkflowClaim.objects.bulk_create(
         claim(workflow_id, own, engine, session_epoch)
         for workflow_id, (own, engine, session_epoch, _) in CLAIMS.items()

@@ -8,7 +8,7 @@ from collections import Counter
 
 import pytest
 
-from claims.models import EngineSession, WorkflowClaim
+from claims.models import WorkflowClaim
 from claims.protocol.constants import MAX_SAFE_INTEGER
 from claims.protocol.states import CLAIM_STATES, derive_claim_state
 from claims.selectors import claim_list
@@ -17,7 +17,7 @@ from claims.selectors.ownership import claim_snapshot
 from claims.selectors.workflow_detail import claim_view
 from claims.store import OrmClaimStore
 from tests.claims.state_rows import NOW, ROWS, TIMING, create_state_rows
-from tests.factories import CLAIM_COLUMNS
+from tests.factories import CLAIM_COLUMNS, make_session
 
 pytestmark = pytest.mark.django_db
 
@@ -49,14 +49,7 @@ SESSION_CLAIMS = {
 def claims():
     create_state_rows()  # the workflow-lease mode's rows, side by side
     for engine_id, (epoch, expires, closed) in SESSIONS.items():
-        EngineSession.objects.create(
-            engine_id=engine_id,
-            epoch=epoch,
-            expires_at_ms=expires,
-            renewed_at_ms=NOW - 20_000,
-            started_at_ms=NOW - 60_000,
-            closed_at_ms=closed,
-        )
+        make_session(engine_id, epoch=epoch, expires_at_ms=expires, at_ms=NOW, closed_at_ms=closed)
     WorkflowClaim.objects.bulk_create(
         WorkflowClaim(
             **dict(
@@ -96,13 +89,7 @@ def test_the_state_filter_in_sql_agrees_with_the_protocol_for_both_kinds_of_hold
 def _add_live_sessions(n: int) -> None:
     for i in range(n):
         engine_id = f"se-more-{i}"
-        EngineSession.objects.create(
-            engine_id=engine_id,
-            epoch=1,
-            expires_at_ms=NOW + 5_000,
-            renewed_at_ms=NOW - 20_000,
-            started_at_ms=NOW - 60_000,
-        )
+        make_session(engine_id, epoch=1, expires_at_ms=NOW + 5_000, at_ms=NOW)
         values = (f"s-more-{i}", 4, engine_id, 4, None, NOW - 30_000, 1)
         WorkflowClaim.objects.create(**dict(zip(CLAIM_COLUMNS, values, strict=True)))
 
