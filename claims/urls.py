@@ -1,21 +1,22 @@
 from django.urls import path
 
 from claims import views
+from claims.views import id_paths  # noqa: F401  (registers the pageid converter)
 from claims.views.action_kinds import ACTIONS
 from claims.views.workflow_list import workflows
 
 app_name = "claims"
 
-# Workflow and engine ids may hold "/", so they come last in their path (path converter)
+# Workflow and engine ids may hold "/", so they come last in their path (views/id_paths.py)
 # and actions sit under their own prefix instead of after the id.
 urlpatterns = [
     path("", views.overview, name="overview"),
     path("claims/", views.claims, name="claims"),
     path("workflows/", workflows, name="workflows"),
-    path("workflows/<path:workflow_id>/", views.workflow, name="workflow"),
+    path("workflows/<pageid:workflow_id>/", views.workflow, name="workflow"),
     path("engines/", views.engines, name="engines"),
-    path("engines/<path:engine_id>/", views.engine, name="engine"),
-    path("engine-release/<path:engine_id>", views.engine_release, name="engine_release"),
+    path("engines/<pageid:engine_id>/", views.engine, name="engine"),
+    path("engine-release/<pageid:engine_id>", views.engine_release, name="engine_release"),
     path("reclaim/", views.reclaim, name="reclaim"),
     path("redrives/", views.redrives, name="redrives"),
     path("backfills/", views.backfills, name="backfills"),
@@ -25,12 +26,12 @@ urlpatterns = [
 
 # One URL per workflow action, named after it: what each does is in views/action_kinds.py.
 urlpatterns += [
-    path(f"{action}/<path:workflow_id>", views.workflow_action, {"action": action}, name=action)
+    path(f"{action}/<pageid:workflow_id>", views.workflow_action, {"action": action}, name=action)
     for action in ACTIONS
 ]
 urlpatterns += [
     path(
-        f"engine-{action}/<path:engine_id>",
+        f"engine-{action}/<pageid:engine_id>",
         views.engine_drain_action,
         {"action": action},
         name=f"engine_{action}",

@@ -24,6 +24,7 @@ from ninja.security import APIKeyCookie, HttpBearer
 from ninja.utils import check_csrf
 
 from claims.api import router as claims_router
+from claims.api.body import JsonBodyParser, body_rule_refusal
 from claims.api.schemas import ClaimStateOut, StaleEpochOut
 from claims.backfill import (
     BackfillAlreadyActiveError,
@@ -94,6 +95,7 @@ api = NinjaAPI(
     auth=[BearerTokenAuth(), SessionCsrfAuth()],
     urls_namespace="api-v1",
     docs_decorator=login_required,
+    parser=JsonBodyParser(),
 )
 api.add_router("/", claims_router)
 
@@ -133,6 +135,13 @@ def _database_unavailable(request: HttpRequest, exc: Any) -> HttpResponse:
     return response
 
 
+def _http_error(request: HttpRequest, exc: Any) -> HttpResponse:
+    # A body the structure rule refused keeps its own status and message (ninja turns
+    # every parser error into a bare 400 "Cannot parse request body").
+    error = body_rule_refusal(exc) or exc
+    return api.create_response(request, {"detail": str(error)}, status=error.status_code)
+
+
 def _answer(status: int) -> Callable[[HttpRequest, Any], HttpResponse]:
     def handler(request: HttpRequest, exc: Any) -> HttpResponse:
         return api.create_response(request, {"detail": str(exc)}, status=status)
@@ -158,6 +167,7 @@ ERROR_STATUS: dict[type[Exception], int] = {
 
 for error, status in ERROR_STATUS.items():
     api.add_exception_handler(error, _answer(status))
+api.add_exception_handler(HttpError, _http_error)
 api.add_exception_handler(StaleEpochError, _stale_epoch)
 api.add_exception_handler(WorkflowNotFoundError, _not_found)
 api.add_exception_handler(ObjectDoesNotExist, _not_found)

@@ -8,6 +8,7 @@ from ninja import Query
 
 from claims.fleet_clock import fleet_now
 from claims.models import Engine, EngineStatus
+from claims.protocol.ids import check_engine_id
 from claims.selectors.engine_actions import engine_get
 from claims.selectors.engine_health import silent_holdings_of
 from claims.selectors.listings import engine_list, redrive_list
@@ -92,6 +93,7 @@ def engine_claims_release(
     its own transaction and audit event. One that moved on is left alone and answered
     with status 409 in its row; the call itself answers 200."""
     actor = check_write(request, FORCE_PERMISSION)
+    engine_id = check_engine_id(engine_id)
     _existing_engine(engine_id)
     outcomes = claims_force_release_for_engine(
         engine_id,
@@ -130,6 +132,7 @@ def engine_drain_start(request: HttpRequest, engine_id: str, payload: DrainIn) -
     """Drain: the engine stops acquiring and taking over, lets its drives reach their next
     checkpoint and releases its claims. 409 when it is not live or already draining."""
     actor = check_write(request, DRAIN_PERMISSION)
+    engine_id = check_engine_id(engine_id)
     queue = engine_drain(engine_id, actor=actor, reason=payload.reason)
     return _drain_answer(engine_id, queue)
 
@@ -142,5 +145,6 @@ def engine_drain_start(request: HttpRequest, engine_id: str, payload: DrainIn) -
 def engine_drain_stop(request: HttpRequest, engine_id: str, payload: DrainIn) -> DrainOut:
     """Undrain: the engine acquires and takes over again. 409 when it is not draining."""
     actor = check_write(request, DRAIN_PERMISSION)
+    engine_id = check_engine_id(engine_id)
     queue = engine_undrain(engine_id, actor=actor, reason=payload.reason)
     return _drain_answer(engine_id, queue)

@@ -21,6 +21,7 @@ from django.views.decorators.http import require_POST
 
 from claims.conf import read_only_reason
 from claims.models import ACTIVE_BACKFILL_STATUSES, BackfillJob, Workflow
+from claims.protocol.errors import InvalidInputError
 from claims.selectors.backfills import active_backfill
 from claims.services.backfills import backfill_cancel, backfill_schedule
 
@@ -174,7 +175,7 @@ class BackfillJobAdminBase(admin.ModelAdmin):
             elif form.is_valid():
                 try:
                     return self._schedule(request, form.cleaned_data["run_at"])
-                except BackfillInThePastError as error:
+                except (BackfillInThePastError, InvalidInputError) as error:
                     form.add_error("run_at", str(error))
         active = active_backfill()
         context = {

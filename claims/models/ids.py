@@ -1,4 +1,5 @@
-"""How long the ids every table stores may be."""
+"""How long the ids every table stores may be (the protocol's id rules say the same)."""
 
-WORKFLOW_ID_MAX_LENGTH = 255
-ENGINE_ID_MAX_LENGTH = 255
+from claims.protocol.ids import ENGINE_ID_MAX_LENGTH, WORKFLOW_ID_MAX_LENGTH
+
+__all__ = ["ENGINE_ID_MAX_LENGTH", "WORKFLOW_ID_MAX_LENGTH"]

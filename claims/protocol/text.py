@@ -48,20 +48,30 @@ def check_identifier(value: object, *, what: str, max_length: int) -> str:
     return value
 
 
-def check_json_text(value: Any, *, what: str) -> Any:
-    """JSON whose strings (keys included) hold no NUL and no lone surrogate (a "\\ud800"
-    escape without its pair): PostgreSQL can store neither, nor can UTF-8 encode the latter."""
-    stack = [value]
+# Deeper JSON is refused before it is stored: a reader that recurses (the JSON encoder,
+# a template, a JavaScript client) fails near a thousand levels, and no workflow input
+# needs more than a few.
+JSON_MAX_DEPTH = 64
+
+
+def check_json_text(value: Any, *, what: str, max_depth: int = JSON_MAX_DEPTH) -> Any:
+    """JSON nested at most ``max_depth`` levels whose strings (keys included) hold no NUL
+    and no lone surrogate (a "\\ud800" escape without its pair): PostgreSQL can store
+    neither, nor can UTF-8 encode the latter. Walked without recursion, so any depth is
+    answered with the rule rather than a RecursionError."""
+    stack: list[tuple[Any, int]] = [(value, 1)]
     while stack:
-        item = stack.pop()
+        item, depth = stack.pop()
         if isinstance(item, str):
             if "\x00" in item:
                 raise InvalidInputError(f"{what} must not contain NUL characters")
             if any(unicodedata.category(c) == "Cs" for c in item):
                 raise InvalidInputError(f"{what} must not contain unpaired surrogates")
-        elif isinstance(item, dict):
-            stack.extend(item.keys())
-            stack.extend(item.values())
-        elif isinstance(item, list | tuple):
-            stack.extend(item)
+        elif isinstance(item, dict | list | tuple):
+            if depth > max_depth:
+                raise InvalidInputError(
+                    f"{what} must not be nested more than {max_depth} levels deep"
+                )
+            children = [*item.keys(), *item.values()] if isinstance(item, dict) else item
+            stack.extend((child, depth + 1) for child in children)
     return value

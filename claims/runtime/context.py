@@ -18,6 +18,7 @@ from typing import Any, NoReturn, TypeVar
 from django.db import InterfaceError, OperationalError
 
 from claims.protocol import ClaimRegistry, Clock, EngineDeposedError
+from claims.protocol.times import MAX_TIME_MS
 
 from .errors import (
     DriveParked,
@@ -151,6 +152,13 @@ class WorkflowContext:
             self._halt(DriveParked(self.workflow_id, wake_at))
         if seconds == 0:
             return
+        # Checked before rounding: 1e308 seconds is finite, its milliseconds are not.
+        if seconds * 1000 > MAX_TIME_MS - now:
+            # Stored, it could never be shown or compared by anything that reads dates.
+            raise InvalidSleepError(
+                f"cannot sleep for {seconds!r} seconds: the wake-up would fall after "
+                "9999-12-31T23:59:59.999Z"
+            )
         wake_at = now + math.ceil(seconds * 1000)
         record = {
             "seconds": seconds,

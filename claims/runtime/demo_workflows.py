@@ -4,6 +4,12 @@ A ledger step commits its StepLedger row in a fenced transaction of its own befo
 step's checkpoint, so the ledger counts every execution of the side effect, including
 one whose checkpoint then fails, and never one by an engine already deposed. Tests and
 the fault harness count rows per step with it.
+
+Every input is bounded (``demo_inputs``): anyone with the right to start a workflow can
+start a demo one, and an unbounded step count or sleep would hold a drive thread, grow a
+state without end or park a workflow past any date a page can show. Out-of-bounds input
+is refused at start (422 in the API), and by the function itself should another program
+write such a workflow.
 """
 
 from __future__ import annotations
@@ -14,12 +20,13 @@ from typing import Any
 from claims.models import StepLedger
 
 from .context import WorkflowContext
+from .demo_inputs import (
+    check_invoice_input,
+    check_ledger_input,
+    check_order_input,
+    demo_options,
+)
 from .types import workflow
-
-
-def _options(ctx: WorkflowContext) -> dict[str, Any]:
-    return ctx.input if isinstance(ctx.input, dict) else {}
-
 
 # -- order -------------------------------------------------------------------------
 
@@ -36,10 +43,12 @@ def _ship(workflow_id: str, reservation: str) -> dict[str, Any]:
     return {"tracking": f"trk-{workflow_id[:12]}", "reservation": reservation}
 
 
-@workflow("order")
+@workflow("order", check_input=check_order_input)
 def order(ctx: WorkflowContext) -> dict[str, Any]:
-    """reserve, charge, sleep ``input["sleep"]`` seconds (default none), ship."""
-    options = _options(ctx)
+    """reserve, charge, sleep ``input["sleep"]`` seconds (default none, at most a week),
+    ship; ``input["items"]`` 1 to 1,000 (default 1), ``input["unit_cents"]`` 0 to
+    1,000,000 (default 1,250)."""
+    options = demo_options(ctx.input, check_order_input)
     items = int(options.get("items", 1))
     reserved = ctx.step("reserve", _reserve, ctx.workflow_id, items)
     charged = ctx.step("charge", _charge, items, int(options.get("unit_cents", 1_250)))
@@ -60,10 +69,11 @@ def _send(workflow_id: str, total_cents: int) -> dict[str, Any]:
     return {"invoice": f"inv-{workflow_id[:12]}", "sent_total_cents": total_cents}
 
 
-@workflow("invoice")
+@workflow("invoice", check_input=check_invoice_input)
 def invoice(ctx: WorkflowContext) -> dict[str, Any]:
-    """compute the total of ``input["lines"]`` (cents), then send."""
-    lines = _options(ctx).get("lines", [1_000, 2_500])
+    """compute the total of ``input["lines"]`` (at most 100 amounts of 0 to 1,000,000,000
+    cents; default two), then send."""
+    lines = demo_options(ctx.input, check_invoice_input).get("lines", [1_000, 2_500])
     computed = ctx.step("compute", _compute, list(lines))
     sent = ctx.step("send", _send, ctx.workflow_id, computed["total_cents"])
     return {**computed, **sent}
@@ -99,11 +109,12 @@ def ledger_step(ctx: WorkflowContext, step: str, delay_ms: int) -> dict[str, Any
     return {"entry": entry, "epoch": ctx.epoch, "engine_id": ctx.engine_id}
 
 
-@workflow("ledger")
+@workflow("ledger", check_input=check_ledger_input)
 def ledger(ctx: WorkflowContext) -> dict[str, Any]:
-    """``input["steps"]`` steps (default 3) named step-1..., each taking
-    ``input["step_delay_ms"]`` (default 0); ``input["sleep"]`` seconds after step-1."""
-    options = _options(ctx)
+    """``input["steps"]`` steps (1 to 100, default 3) named step-1..., each taking
+    ``input["step_delay_ms"]`` (0 to 60,000, default 0); ``input["sleep"]`` seconds after
+    step-1 (at most a week, default none)."""
+    options = demo_options(ctx.input, check_ledger_input)
     steps = int(options.get("steps", 3))
     delay_ms = int(options.get("step_delay_ms", 0))
     sleep_s = float(options.get("sleep", 0))

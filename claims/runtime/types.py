@@ -18,6 +18,9 @@ if TYPE_CHECKING:
     from .context import WorkflowContext
 
 WorkflowFunction = Callable[["WorkflowContext"], Any]
+# Raises claims.protocol.errors.InvalidInputError, naming the field, for input the type
+# cannot run; returns nothing.
+InputCheck = Callable[[Any], None]
 F = TypeVar("F", bound=WorkflowFunction)
 
 DEFAULT_WORKFLOW_MODULES = ("claims.runtime.demo_workflows",)
@@ -25,17 +28,21 @@ WORKFLOW_TYPE_MAX_LENGTH = 100  # Workflow.workflow_type
 
 _lock = threading.Lock()
 _functions: dict[str, WorkflowFunction] = {}
+_input_checks: dict[str, InputCheck] = {}
 
 
 def _origin(fn: WorkflowFunction) -> str:
     return f"{getattr(fn, '__module__', '?')}.{getattr(fn, '__qualname__', repr(fn))}"
 
 
-def workflow(name: str) -> Callable[[F], F]:
+def workflow(name: str, *, check_input: InputCheck | None = None) -> Callable[[F], F]:
     """Register the decorated function as the code of workflow type ``name``.
 
-    Registering the same function again (a module reloaded) is allowed; another
-    function under a taken name raises DuplicateWorkflowTypeError.
+    ``check_input``, when given, is asked before a workflow of the type starts (the API
+    answers 422 with its message, and nothing is written); the function should call it
+    too, for a workflow written by another program. Registering the same function again
+    (a module reloaded) is allowed; another function under a taken name raises
+    DuplicateWorkflowTypeError.
     """
     if not isinstance(name, str) or not name or len(name) > WORKFLOW_TYPE_MAX_LENGTH:
         raise ValueError(
@@ -49,6 +56,8 @@ def workflow(name: str) -> Callable[[F], F]:
             if existing is not None and _origin(existing) != _origin(fn):
                 raise DuplicateWorkflowTypeError(name, _origin(existing))
             _functions[name] = fn
+            if check_input is not None:
+                _input_checks[name] = check_input
         return fn
 
     return register
@@ -66,6 +75,14 @@ def workflow_function(name: str) -> WorkflowFunction:
     if fn is None:
         raise UnknownWorkflowTypeError(name)
     return fn
+
+
+def check_workflow_input(name: str, value: Any) -> None:
+    """Ask the type's input check, if it has one; raises InvalidInputError."""
+    with _lock:
+        check = _input_checks.get(name)
+    if check is not None:
+        check(value)
 
 
 def registered_types() -> list[str]:

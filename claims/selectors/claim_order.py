@@ -21,8 +21,11 @@ from typing import Literal, cast
 
 from django.db.models import Q
 
+from claims.protocol.constants import MAX_SAFE_INTEGER
 from claims.protocol.errors import InvalidInputError
+from claims.protocol.ids import WORKFLOW_ID_MAX_LENGTH
 from claims.protocol.states import CLAIM_STATES
+from claims.protocol.text import check_identifier
 
 SortField = Literal["workflow_id", "expires_at", "epoch", "claimed_at", "holder", "state"]
 SORT_FIELDS: tuple[SortField, ...] = (
@@ -117,11 +120,27 @@ def _tagged(text: str) -> list[object] | None:
 
 
 def _value_fits(sort: ClaimSort, value: object) -> bool:
+    """Whether ``value`` can stand in the sort's column: an edited cursor must be refused
+    here, as bad input, rather than reach the database (a NUL, a lone surrogate or an
+    integer past 64 bits is an error there, not an empty page)."""
     if value is None:
         return sort.nullable
     if sort.field in ("holder", "workflow_id"):
-        return isinstance(value, str)
-    return isinstance(value, int) and not isinstance(value, bool)
+        return isinstance(value, str) and _text_fits(value)
+    return (
+        isinstance(value, int)
+        and not isinstance(value, bool)
+        and -MAX_SAFE_INTEGER <= value <= MAX_SAFE_INTEGER
+    )
+
+
+def _text_fits(value: str) -> bool:
+    """The text rule (an invalid holder's engine id may be blank, so empty text fits)."""
+    try:
+        check_identifier(value, what="a cursor", max_length=WORKFLOW_ID_MAX_LENGTH)
+    except InvalidInputError:
+        return False
+    return True
 
 
 def decode_cursor(sort: ClaimSort, text: str) -> Cursor:
@@ -129,6 +148,8 @@ def decode_cursor(sort: ClaimSort, text: str) -> Cursor:
     tagged = _tagged(text)
     if tagged is None:
         if sort.is_default:
+            if not _text_fits(text):
+                raise InvalidInputError("cursor is damaged; start again from the first page")
             return Cursor(text, text)
         raise InvalidInputError(
             f"cursor does not belong to sort={sort.key}: a cursor is only valid with the "
@@ -136,11 +157,14 @@ def decode_cursor(sort: ClaimSort, text: str) -> Cursor:
         )
     key, value, workflow_id = tagged
     if key != sort.key:
+        # Named only when it is a sort: an edited key may hold anything.
+        known = f"sort={key}" if key in SORT_KEYS else "another sort"
         raise InvalidInputError(
-            f"cursor belongs to sort={key!s:.40}, not sort={sort.key}; start again from "
-            "the first page"
+            f"cursor belongs to {known}, not sort={sort.key}; start again from the first page"
         )
-    if not isinstance(workflow_id, str) or not _value_fits(sort, value):
+    if not isinstance(workflow_id, str) or not _text_fits(workflow_id):
+        raise InvalidInputError("cursor is damaged; start again from the first page")
+    if not _value_fits(sort, value):
         raise InvalidInputError("cursor is damaged; start again from the first page")
     return Cursor(cast(CursorValue, value), workflow_id)
 

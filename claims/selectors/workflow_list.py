@@ -14,7 +14,9 @@ from django.db import connections
 from django.db.models import Count, Q, QuerySet
 
 from claims.models import WORKFLOW_ID_MAX_LENGTH, Workflow, WorkflowStatus
-from claims.protocol.errors import InvalidInputError
+from claims.protocol.errors import InvalidInputError, InvalidWorkflowIdError
+from claims.protocol.ids import check_workflow_id
+from claims.protocol.times import check_time_ms
 from claims.protocol.timing import ClaimTiming
 
 from .overview import snapshot_workflow_counts
@@ -104,14 +106,25 @@ def _filtered(filters: WorkflowFilters) -> QuerySet[Workflow]:
 def _after(sort: WorkflowSort, cursor: str) -> Q:
     """Rows after the cursor's row in the sort's order; a time cursor is "<ms>:<id>"."""
     if sort == "id":
-        return Q(workflow_id__gt=cursor)
+        try:
+            return Q(workflow_id__gt=check_workflow_id(cursor))
+        except InvalidWorkflowIdError as error:
+            raise BadCursorError(f"the cursor is damaged ({error})") from error
     at, sep, workflow_id = cursor.partition(":")
     if not sep or not at.isascii() or not at.isdigit() or not workflow_id:
         raise BadCursorError(
             f"a cursor of sort {sort!r} is <ms>:<workflow id>; got {cursor[:40]!r}"
         )
+    # An edited cursor answers like any other bad input, never as a database overflow.
+    try:
+        at_ms = check_time_ms(int(at), what="the cursor's time")
+        check_workflow_id(workflow_id)
+    except (InvalidInputError, InvalidWorkflowIdError) as error:
+        raise BadCursorError(
+            f"the cursor is damaged ({error}); start from the first page"
+        ) from error
     column = _COLUMN[sort]
-    return Q(**{f"{column}__lt": int(at)}) | Q(**{column: int(at), "workflow_id__lt": workflow_id})
+    return Q(**{f"{column}__lt": at_ms}) | Q(**{column: at_ms, "workflow_id__lt": workflow_id})
 
 
 def _cursor_of(sort: WorkflowSort, row: WorkflowRow) -> str:

@@ -21,6 +21,7 @@ from claims.backfill.errors import (
 from claims.backfill.jobs import ms_to_datetime, now_ms
 from claims.models import ACTIVE_BACKFILL_STATUSES, BackfillJob, BackfillStatus, Workflow
 from claims.protocol import Clock
+from claims.protocol.times import datetime_ms
 from claims.selectors.backfills import active_backfill
 
 from .rules import refuse_if_read_only
@@ -53,7 +54,8 @@ def backfill_schedule(
     Raises BackfillAlreadyActiveError when one is scheduled or running (the database's
     partial unique constraint decides, so two racing requests cannot both succeed) and
     BackfillReadOnlyError under the read-only switch, BackfillInThePastError for a time
-    more than a minute ago (the admin and the API share the rule). The run task is sent when the
+    more than a minute ago (the admin and the API share the rule), InvalidInputError for one
+    outside years 1 to 9999 in UTC (claims.protocol.times). The run task is sent when the
     transaction commits; if that send fails, or the run is far off, beat starts it when due.
     """
     refuse_if_read_only(BackfillReadOnlyError)
@@ -62,6 +64,9 @@ def backfill_schedule(
         run_at = now
     elif timezone.is_naive(run_at):
         run_at = timezone.make_aware(run_at)
+    # Before any comparison: a time past year 9999 in UTC could be stored on PostgreSQL
+    # and then never read back (InvalidInputError).
+    datetime_ms(run_at, what="the backfill's run time")
     if run_at < now - PAST_SLACK:
         raise BackfillInThePastError(run_at.isoformat())
     requested_by = (requested_by or "")[:REQUESTED_BY_MAX_LENGTH]

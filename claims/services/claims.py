@@ -24,7 +24,7 @@ from claims.protocol.errors import (
     InvalidTransitionError,
     StaleEpochError,
 )
-from claims.protocol.ids import check_workflow_id
+from claims.protocol.ids import check_engine_id, check_workflow_id
 from claims.protocol.records import ClaimRow
 from claims.store import OrmClaimStore
 
@@ -126,6 +126,7 @@ def claims_force_release_for_engine(
     input raises InvalidInputError or InvalidWorkflowIdError and releases nothing.
     """
     refuse_if_read_only()
+    engine_id = check_engine_id(engine_id)
     reason = operator_reason(reason)
     checked = [(check_workflow_id(workflow_id), epoch) for workflow_id, epoch in claims]
     if not checked:

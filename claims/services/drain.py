@@ -16,6 +16,7 @@ from claims.fleet_clock import fleet_clock
 from claims.models import Engine, EngineEvent, EngineEventKind, EngineStatus
 from claims.protocol import Clock
 from claims.protocol.errors import ConflictError
+from claims.protocol.ids import check_engine_id
 
 from .rules import operator_reason, refuse_if_read_only
 
@@ -49,6 +50,7 @@ def _set_draining(
     engine_id: str, drain: bool, *, actor: str, reason: str, clock: Clock | None
 ) -> str | None:
     refuse_if_read_only()
+    engine_id = check_engine_id(engine_id)
     reason = operator_reason(reason)
     now_ms = (clock or fleet_clock())()
     with transaction.atomic():

@@ -41,6 +41,14 @@ def operator_reason(reason: str | None, *, required: bool = True) -> str:
     return check_reason(reason or "", required=required)
 
 
+def check_workflow_input(workflow_type: str, value: object) -> None:
+    """The type's own input check (``@workflow(..., check_input=...)``), for a type
+    ``registered_workflow_type`` has loaded. Raises InvalidInputError."""
+    from claims.runtime.types import check_workflow_input as check
+
+    check(workflow_type, value)
+
+
 def registered_workflow_type(workflow_type: str) -> str:
     """Only types some engine can run: load the engines' workflow modules
     (WEFTBOARD_WORKFLOW_MODULES), then ask the registry. Raises UnknownWorkflowTypeError."""

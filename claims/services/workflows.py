@@ -30,12 +30,17 @@ from claims.protocol.errors import (
     WorkflowClaimUnavailableError,
     WorkflowNotFoundError,
 )
-from claims.protocol.ids import check_workflow_id
+from claims.protocol.ids import check_new_workflow_id, check_workflow_id
 from claims.protocol.records import ClaimEventRecord, Holder
 from claims.protocol.text import check_json_text
 from claims.store import OrmClaimStore
 
-from .rules import operator_reason, refuse_if_read_only, registered_workflow_type
+from .rules import (
+    check_workflow_input,
+    operator_reason,
+    refuse_if_read_only,
+    registered_workflow_type,
+)
 from .sessions import open_session_epoch
 
 _store = OrmClaimStore()
@@ -75,9 +80,10 @@ def workflow_start(
     """
     if actor is not None:
         refuse_if_read_only()
-    workflow_id = check_workflow_id(workflow_id or str(uuid.uuid4()))
+    workflow_id = check_new_workflow_id(workflow_id or str(uuid.uuid4()))
     workflow_type = registered_workflow_type(workflow_type)
     check_json_text(input, what="a workflow's input")
+    check_workflow_input(workflow_type, input)
     now = _now(clock)
     with transaction.atomic():
         if Workflow.objects.filter(workflow_id=workflow_id).exists():

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from functools import cache
 from typing import Any
 from urllib.parse import quote
@@ -11,6 +11,11 @@ from django import template
 from django.urls import get_script_prefix, reverse
 from django.utils.html import format_html
 from django.utils.safestring import SafeString, mark_safe
+
+from claims.protocol.constants import MAX_SAFE_INTEGER
+from claims.protocol.errors import InvalidInputError
+from claims.protocol.times import time_of_ms
+from claims.views.id_paths import escape_id
 
 register = template.Library()
 
@@ -40,31 +45,39 @@ def id_url(name: str, value: str) -> str:
     """reverse(name, args=[value]) for a one-id path route, without a resolver walk per row:
     a table of 50 rows asks for hundreds of these."""
     before, after = _url_parts(name, get_script_prefix())
-    return before + quote(value, safe=URL_SAFE) + after
+    return before + quote(escape_id(value), safe=URL_SAFE) + after
 
 
-def _moment(ms: int) -> datetime:
-    return datetime.fromtimestamp(ms / 1000, tz=UTC)
+def _moment(ms: int) -> datetime | None:
+    """The instant, or None for a value no date can show (outside years 1 to 9999: only a
+    row another program wrote can hold one, since every interface refuses them)."""
+    try:
+        return time_of_ms(ms)
+    except InvalidInputError:
+        return None
+
+
+def _formatted(ms: int, pattern: str) -> str:
+    moment = _moment(ms)
+    return f"{ms} ms" if moment is None else moment.strftime(pattern)
 
 
 @register.filter
 def utc(ms: int | None) -> str:
     """2025-06-01 12:03:07Z"""
-    if ms is None:
-        return "—"
-    return _moment(ms).strftime("%Y-%m-%d %H:%M:%SZ")
+    return "—" if ms is None else _formatted(ms, "%Y-%m-%d %H:%M:%SZ")
 
 
 @register.filter
 def utc_time(ms: int | None) -> str:
-    return "—" if ms is None else _moment(ms).strftime("%H:%M:%S")
+    return "—" if ms is None else _formatted(ms, "%H:%M:%S")
 
 
 @register.filter
 def iso(ms: int | None) -> str:
-    if ms is None:
-        return ""
-    return _moment(ms).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    from claims.utc_text import iso_utc
+
+    return iso_utc(ms)
 
 
 @register.filter
@@ -92,7 +105,8 @@ def duration(ms: float | int | None) -> str:
     """12.3 ms, 4.2 s, 3 m 04 s, 2 h 03 m, 3 d 4 h."""
     if ms is None:
         return "—"
-    ms = abs(float(ms))
+    # An int too large for a float (a garbled row) is shown as the largest duration.
+    ms = abs(float(min(max(ms, -MAX_SAFE_INTEGER), MAX_SAFE_INTEGER)))
     if ms < 1_000:
         return f"{ms:.1f} ms" if ms < 100 else f"{ms:.0f} ms"
     seconds = ms / 1000
@@ -132,6 +146,8 @@ def when(ms: int | None, now_ms: int) -> SafeString:
     if ms is None:
         return mark_safe('<span class="muted">never</span>')
     moment = _moment(ms)
+    if moment is None:
+        return format_html('<span class="muted">{} ms</span>', ms)
     exact = moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
     # Built directly rather than with format_html: a table of 50 engines asks for 200 of
     # these, and every part is digits, separators or unit words, with nothing to escape.

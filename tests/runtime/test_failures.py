@@ -7,8 +7,9 @@ from typing import Any
 import pytest
 from django.db import OperationalError
 
-from claims.models import ClaimEvent, WorkflowVisibility
+from claims.models import ClaimEvent, Workflow, WorkflowVisibility
 from claims.protocol import ClaimRegistry, ClaimTiming
+from claims.protocol.errors import InvalidInputError
 from claims.runtime import WorkflowDriver
 from claims.store import OrmClaimStore
 
@@ -79,6 +80,7 @@ def test_step_that_raised_may_be_retried_under_its_name(engine, start):
     [
         ("test-bad-step-name", "InvalidStepNameError", "step name"),
         ("test-bad-sleep", "InvalidSleepError", "-1 seconds"),
+        ("test-endless-sleep", "InvalidSleepError", "after 9999-12-31T23:59:59.999Z"),
     ],
 )
 def test_invalid_step_name_or_sleep_fails_the_workflow(
@@ -88,8 +90,22 @@ def test_invalid_step_name_or_sleep_fails_the_workflow(
     assert words in error["message"]
 
 
-def test_bad_input_to_a_demo_type_fails_it(engine, start):
-    _, wf, _ = run_to_failure(engine, start, "ValueError", "ledger", {"steps": "many"})
+def test_bad_input_to_a_demo_type_is_refused_at_start_and_writes_nothing(db, start):
+    with pytest.raises(InvalidInputError, match=r"input\.steps must be a whole number"):
+        start("ledger", {"steps": "many"})
+    assert not Workflow.objects.exists()
+
+
+def test_bad_input_written_by_another_program_fails_the_demo_type(engine, start):
+    """A row the API never saw (a bulk import) is held to the same bounds when it runs."""
+    a = engine("a")
+    wf = start("ledger", {"steps": 1}, engine=a)
+    Workflow.objects.filter(workflow_id=wf).update(state={"input": {"steps": 10**9}, "steps": {}})
+
+    assert a.drive(wf) == "failed"
+
+    error = assert_failed_and_released(wf, "InvalidInputError")
+    assert "input.steps" in error["message"]
     assert ledger(wf) == {}
 
 

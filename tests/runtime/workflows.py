@@ -114,6 +114,12 @@ def bad_sleep(ctx: WorkflowContext) -> None:
     ctx.sleep(-1)
 
 
+@workflow("test-endless-sleep")
+def endless_sleep(ctx: WorkflowContext) -> None:
+    """A finite number of seconds whose wake-up no date can hold."""
+    ctx.sleep(1e300)
+
+
 @workflow("test-shapes")
 def shapes(ctx: WorkflowContext) -> Any:
     """Tuples and int keys read back as JSON has them, on the first run as on replay."""

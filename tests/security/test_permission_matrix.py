@@ -181,7 +181,7 @@ REASON = {"reason": "matrix"}
 
 def engine_page_action(name: str, done: Expect, data: dict[str, Any]) -> list[Case]:
     """An action on a whole engine from the pages: its confirmation form, and the post."""
-    route, path = f"{name}/<path:engine_id>", f"/{name}/e-1"
+    route, path = f"{name}/<pageid:engine_id>", f"/{name}/e-1"
     return [
         Case(route, "GET", path, page_action_form()),
         Case(route, "POST", path, done, data=data),
@@ -209,12 +209,12 @@ CASES: list[Case] = [
     Case("claims/", "GET", "/claims/?state=live", page(), htmx=True, label="fragment"),
     Case("workflows/", "GET", "/workflows/", page()),
     Case("workflows/", "GET", "/workflows/?status=running", page(), htmx=True, label="fragment"),
-    Case("workflows/<path:workflow_id>/", "GET", f"/workflows/{WF}/", page()),
-    Case("release/<path:workflow_id>", "GET", f"/release/{WF}", page_action_form()),
+    Case("workflows/<pageid:workflow_id>/", "GET", f"/workflows/{WF}/", page()),
+    Case("release/<pageid:workflow_id>", "GET", f"/release/{WF}", page_action_form()),
     # A posted form (not htmx) is answered with a redirect to the workflow page (303).
-    Case("release/<path:workflow_id>", "POST", f"/release/{WF}", page_write(303), data=RELEASE),
+    Case("release/<pageid:workflow_id>", "POST", f"/release/{WF}", page_write(303), data=RELEASE),
     Case(
-        "release/<path:workflow_id>",
+        "release/<pageid:workflow_id>",
         "POST",
         f"/release/{WF}",
         page_write(200),
@@ -222,17 +222,19 @@ CASES: list[Case] = [
         htmx=True,
         label="htmx",
     ),
-    Case("takeover/<path:workflow_id>", "GET", f"/takeover/{WF}", page_action_form()),
-    Case("takeover/<path:workflow_id>", "POST", f"/takeover/{WF}", page_write(303), data=TAKEOVER),
-    Case("cancel/<path:workflow_id>", "GET", f"/cancel/{WF}", page_action_form()),
-    Case("cancel/<path:workflow_id>", "POST", f"/cancel/{WF}", page_write(303), data=RELEASE),
-    Case("suspend/<path:workflow_id>", "GET", f"/suspend/{WF}", page_action_form()),
-    Case("suspend/<path:workflow_id>", "POST", f"/suspend/{WF}", page_write(303), data=RELEASE),
-    Case("resume/<path:workflow_id>", "GET", f"/resume/{WF}", page_action_form()),
+    Case("takeover/<pageid:workflow_id>", "GET", f"/takeover/{WF}", page_action_form()),
+    Case(
+        "takeover/<pageid:workflow_id>", "POST", f"/takeover/{WF}", page_write(303), data=TAKEOVER
+    ),
+    Case("cancel/<pageid:workflow_id>", "GET", f"/cancel/{WF}", page_action_form()),
+    Case("cancel/<pageid:workflow_id>", "POST", f"/cancel/{WF}", page_write(303), data=RELEASE),
+    Case("suspend/<pageid:workflow_id>", "GET", f"/suspend/{WF}", page_action_form()),
+    Case("suspend/<pageid:workflow_id>", "POST", f"/suspend/{WF}", page_write(303), data=RELEASE),
+    Case("resume/<pageid:workflow_id>", "GET", f"/resume/{WF}", page_action_form()),
     # The scene's workflow is running: a permitted resume meets that, 409.
-    Case("resume/<path:workflow_id>", "POST", f"/resume/{WF}", page_write(409), data=RELEASE),
+    Case("resume/<pageid:workflow_id>", "POST", f"/resume/{WF}", page_write(409), data=RELEASE),
     Case("engines/", "GET", "/engines/", page()),
-    Case("engines/<path:engine_id>/", "GET", "/engines/e-1/", page()),
+    Case("engines/<pageid:engine_id>/", "GET", "/engines/e-1/", page()),
     *engine_page_action("engine-release", page_write(200), {"claim": f"{WF}:3", **REASON}),
     *engine_page_action("engine-drain", drain_write(303), REASON),
     # The scene's engine is not draining: a permitted undrain meets that, 409.

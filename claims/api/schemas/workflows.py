@@ -10,8 +10,9 @@ from pydantic import field_validator
 
 from claims.models import ClaimEvent, Workflow, WorkflowStatus
 from claims.protocol.constants import MAX_SAFE_INTEGER
-from claims.protocol.ids import check_workflow_id
+from claims.protocol.ids import check_new_workflow_id
 from claims.protocol.text import check_json_text
+from claims.protocol.times import MAX_TIME_MS, MIN_TIME_MS
 from claims.runtime.types import WORKFLOW_TYPE_MAX_LENGTH
 from claims.selectors.ownership import Ownership
 from claims.selectors.workflow_list import (
@@ -53,7 +54,7 @@ class WorkflowStartIn(Schema):
     @field_validator("workflow_id")
     @classmethod
     def _valid_id(cls, value: str | None) -> str | None:
-        return None if value is None else check_workflow_id(value)
+        return None if value is None else check_new_workflow_id(value)
 
     @field_validator("input")
     @classmethod
@@ -161,8 +162,9 @@ class WorkflowFilterIn(Schema):
     type: str | None = Field(None, max_length=WORKFLOW_TYPE_MAX_LENGTH)
     status: WorkflowStatus | None = None
     time: TimeField = "updated"
-    since_ms: int | None = Field(None, ge=0, le=MAX_SAFE_INTEGER)
-    until_ms: int | None = Field(None, ge=0, le=MAX_SAFE_INTEGER)
+    # The time rule (claims.protocol.times): years 1 to 9999 in UTC.
+    since_ms: int | None = Field(None, ge=MIN_TIME_MS, le=MAX_TIME_MS)
+    until_ms: int | None = Field(None, ge=MIN_TIME_MS, le=MAX_TIME_MS)
     sort: WorkflowSort = "updated"
     cursor: str | None = Field(None, max_length=CURSOR_MAX_LENGTH)
     limit: int = Field(50, ge=1, le=200)
