@@ -20,9 +20,12 @@ class PrivateScheduler(PersistentScheduler):
     with a mode keeps every write 0600. A file left open by an older version is closed.
     """
 
-    def _open_schedule(self) -> Any:
-        make_private_dir(Path(self.schedule_filename).parent)
-        store = shelve.Shelf(dbm.open(self.schedule_filename, "c", FILE_MODE), writeback=True)
+    def _open_schedule(self) -> shelve.Shelf[Any]:
+        filename: str = self.schedule_filename  # type: ignore[attr-defined]  # not in the stubs
+        make_private_dir(Path(filename).parent)
+        # The shelf owns the database: Celery closes it through the shelf.
+        database = dbm.open(filename, "c", FILE_MODE)  # noqa: SIM115
+        store: shelve.Shelf[Any] = shelve.Shelf(database, writeback=True)  # type: ignore[arg-type]
         for suffix in self.known_suffixes:
-            close_to_others(Path(self.schedule_filename + suffix))
+            close_to_others(Path(filename + suffix))
         return store

@@ -159,7 +159,9 @@ def assert_private(prefix: list[str], root: Path, required: list[str]) -> None:
     by_path = {attempt.path: attempt for attempt in attempts}
     assert by_path.pop(str(control)).status == 0, "the other user cannot read anything at all"
     readable = [
-        f"{a.path} (exit {a.status}: {a.error or 'read'})" for a in by_path.values() if not a.refused
+        f"{a.path} (exit {a.status}: {a.error or 'read'})"
+        for a in by_path.values()
+        if not a.refused
     ]
     assert readable == [], "another user could read:\n" + "\n".join(readable)
     assert loose_modes(targets) == []
