@@ -6,7 +6,14 @@ class ClaimsConfig(AppConfig):
     verbose_name = "Workflow claims"
 
     def ready(self) -> None:
+        from django.db.backends.signals import connection_created
+
         from claims import checks, conf, metrics
+        from weftboard.private_var import close_sqlite_files
+
+        # The embedded database and its side files stay 0600 in every process, however
+        # it was started (weftboard.private_var).
+        connection_created.connect(close_sqlite_files, dispatch_uid="weftboard-private-sqlite")
 
         checks.register_checks()
         metrics.register_fleet_collector()

@@ -58,6 +58,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
 
 def main(argv: list[str]) -> int:
     args = parse_args(argv)
+    # As under ./scripts/run: the logs and reports under var/faults (and what the fleet's
+    # processes write there) are the caller's alone.
+    os.umask(0o077)
     seed = args.seed if args.seed is not None else random.SystemRandom().randrange(1, 10**6)
     from .options import Options, database_recreate
 

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import os
 import random
 import socket
 import sys
@@ -58,6 +59,9 @@ def main(argv: list[str] | None = None) -> int:
         help="the fleet's ownership mode (workflow-lease)",
     )
     args = parser.parse_args(argv)
+    # As under ./scripts/run: the folders, log and report the soak writes under var/ (and
+    # what the processes it starts write) are the caller's alone.
+    os.umask(0o077)
     stamp = datetime.datetime.now(datetime.UTC).strftime("%Y%m%d-%H%M%S")
     var_dir = (args.var or REPO / "var" / "soak" / stamp).resolve()
     if var_dir.exists() and any(var_dir.iterdir()):

@@ -14,9 +14,11 @@ from typing import Any
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
+from weftboard.private_var import create_private_file, make_private_dir
+
 BASE_DIR = Path(__file__).resolve().parent.parent
 # The embedded database, broker spool, beat schedule and logs; a soak run or a second
-# local fleet points this elsewhere.
+# local fleet points this elsewhere. Everything in it is its owner's alone (private_var).
 VAR_DIR = Path(os.environ.get("WEFTBOARD_VAR_DIR", "").strip() or BASE_DIR / "var").resolve()
 
 
@@ -71,8 +73,10 @@ def database_config() -> dict[str, Any]:
     """The default database from DATABASE_URL, or the embedded SQLite file under var/."""
     url = env_text("DATABASE_URL")
     if not url:
-        # SQLite cannot create the directory that holds its file.
-        VAR_DIR.mkdir(exist_ok=True)
+        # SQLite cannot create the directory that holds its file, and creates the file
+        # 0644 whatever the umask: made 0600 first, its -wal and -shm copy that mode.
+        make_private_dir(VAR_DIR)
+        create_private_file(VAR_DIR / "weftboard.sqlite3")
         url = f"sqlite:///{VAR_DIR / 'weftboard.sqlite3'}"
     config: dict[str, Any] = dict(dj_database_url.parse(url, conn_max_age=0))
     options: dict[str, Any] = config.setdefault("OPTIONS", {})

@@ -205,6 +205,8 @@ CACHES = {"default": cache_config(CELERY_BROKER_URL)}
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_TASK_IGNORE_RESULT = True
 CELERY_TIMEZONE = "UTC"
+# Celery's file-backed schedule, its files 0600 whatever the umask.
+CELERY_BEAT_SCHEDULER = "weftboard.beat_schedule:PrivateScheduler"
 # Demo only: new workflows per minute started by beat (the run script sets it).
 WEFTBOARD_DEMO_RATE = int(os.environ.get("WEFTBOARD_DEMO_RATE", "0") or 0)
 

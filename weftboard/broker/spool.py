@@ -15,6 +15,9 @@ Layout under the root folder (transport option ``spool_folder``)::
     rejected/<queue>/<name>   messages that did not decode, kept for a person to look at
     exchanges/<exchange>.json the exchange's type and bindings, replaced whole under its .lock
 
+Messages carry task arguments between processes, so every folder is made 0700 and every
+file 0600 here, whatever the umask of the process that opened the channel.
+
 Delivery is exactly once while consumers live. A consumer that dies between its claim and
 its read leaves the file in ``claimed/``; the next channel opened on the root puts it back
 (at least once). As on kombu's other virtual transports, a message already handed to a
@@ -36,6 +39,7 @@ from kombu.transport import virtual
 
 from weftboard.broker import spool_files as files
 from weftboard.broker.guard import UndecodableMessage, decode_envelope
+from weftboard.private_var import DIR_MODE
 
 # How often a consumer deletes expired messages in every queue, including queues whose
 # consumer is gone (a dead engine's ticks would otherwise stay forever).
@@ -54,8 +58,7 @@ class Channel(virtual.Channel):
         if not folder:
             raise ChannelError("the spool transport needs the transport option 'spool_folder'")
         self.root = Path(folder)
-        for sub in files.SUBFOLDERS:
-            (self.root / sub).mkdir(parents=True, exist_ok=True)
+        files.make_folders(self.root)
         self._ready: dict[str, deque[str]] = {}
         self._next_sweep = 0.0
         super().__init__(connection, **kwargs)
@@ -109,7 +112,7 @@ class Channel(virtual.Channel):
         return count
 
     def _new_queue(self, queue: str, **kwargs: Any) -> None:
-        self._queue_folder(queue).mkdir(exist_ok=True)
+        self._queue_folder(queue).mkdir(mode=DIR_MODE, exist_ok=True)
 
     def _has_queue(self, queue: str, **kwargs: Any) -> bool:
         return self._queue_folder(queue).is_dir()

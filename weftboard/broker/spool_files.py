@@ -23,6 +23,7 @@ from kombu.utils.encoding import str_to_bytes
 from kombu.utils.json import dumps, loads
 
 from weftboard.broker.guard import record_rejection
+from weftboard.private_var import DIR_MODE, FILE_MODE, close_to_others, make_private_dir
 
 logger = logging.getLogger("weftboard.broker")
 
@@ -37,6 +38,20 @@ SUBFOLDERS = ("queues", "tmp", "claimed", "rejected", "exchanges")
 _sequence = itertools.count()
 
 Bindings = list[list[str]]
+
+
+def make_folders(root: Path) -> None:
+    """The root and its subfolders, 0700; ones an older version left open are closed."""
+    make_private_dir(root)
+    close_to_others(root)
+    for sub in SUBFOLDERS:
+        (root / sub).mkdir(mode=DIR_MODE, exist_ok=True)
+        close_to_others(root / sub)
+
+
+def create_file(path: Path, flags: int = os.O_WRONLY | os.O_CREAT | os.O_EXCL) -> int:
+    """Open a new file 0600, not with the mode ``open()`` would take from the umask."""
+    return os.open(path, flags, FILE_MODE)
 
 
 def checked_name(kind: str, name: str) -> str:
@@ -92,12 +107,12 @@ def publish(root: Path, folder: Path, message: dict[str, Any]) -> None:
     name = message_name(message)
     temporary = root / "tmp" / name
     try:
-        with open(temporary, "xb") as file:
+        with os.fdopen(create_file(temporary), "wb") as file:
             file.write(str_to_bytes(dumps(message)))
         try:
             os.replace(temporary, folder / name)
         except FileNotFoundError:
-            folder.mkdir(parents=True, exist_ok=True)
+            make_private_dir(folder)
             os.replace(temporary, folder / name)
     except OSError as error:
         with contextlib.suppress(OSError):
@@ -138,7 +153,7 @@ def set_aside(root: Path, queue: str, name: str, claimed: Path, reason: str) -> 
     """Keep a message that did not decode under ``rejected/`` for a person, and count it."""
     target = root / "rejected" / queue / name
     try:
-        target.parent.mkdir(parents=True, exist_ok=True)
+        make_private_dir(target.parent)
         os.replace(claimed, target)
         where = f"moved to {target}"
     except OSError as error:
@@ -158,7 +173,7 @@ def restore_orphans(root: Path) -> None:
         if pid_alive(int(pid)):
             continue
         folder = root / "queues" / queue
-        folder.mkdir(exist_ok=True)
+        folder.mkdir(mode=DIR_MODE, exist_ok=True)
         with contextlib.suppress(FileNotFoundError):
             os.rename(claimed / entry, folder / name)
             logger.warning("queue %r: restored a message a dead consumer had claimed", queue)
@@ -190,7 +205,7 @@ def read_exchange(path: Path) -> dict[str, Any]:
 
 @contextlib.contextmanager
 def exchange_lock(path: Path) -> Iterator[None]:
-    with open(path.with_suffix(".lock"), "a") as lock:
+    with os.fdopen(create_file(path.with_suffix(".lock"), os.O_WRONLY | os.O_CREAT), "a") as lock:
         fcntl.flock(lock.fileno(), fcntl.LOCK_EX)
         try:
             yield
@@ -209,5 +224,7 @@ def update_exchange(
         if type_name:
             data["type"] = type_name
         temporary = root / "tmp" / f"{path.name}.{os.getpid()}.{next(_sequence)}"
-        temporary.write_bytes(str_to_bytes(dumps(data)))
+        unlink_quietly(temporary)  # left by a process that died here with this pid
+        with os.fdopen(create_file(temporary), "wb") as file:
+            file.write(str_to_bytes(dumps(data)))
         os.replace(temporary, path)
