@@ -16,6 +16,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -23,6 +24,7 @@ from django.db import close_old_connections
 
 from claims.engine import outages
 from claims.engine.connections import HealthyConnections, closing_connections
+from claims.engine.death import DeathWatch
 from claims.engine.drain import EngineDrain
 from claims.fleet_clock import database_now_ms
 from claims.models import EngineStatus
@@ -66,7 +68,10 @@ class LocalEngine:
         clock: OffsetClock,
         name: str = "",
         mode: EngineOwnershipMode = "workflow-lease",
+        on_dead: Callable[[threading.Thread], None] | None = None,
     ):
+        """``on_dead`` is called with the disposal thread once the engine found that beat
+        marked it dead (claims/engine/death.py): the worker ends its process with it."""
         self.engine_id = engine_id
         self.mode = mode
         self.name = name  # the Celery worker's node name, shown beside the id
@@ -107,6 +112,10 @@ class LocalEngine:
         )
         self._disposing = threading.Event()
         self._stopped = threading.Event()
+        self._on_dead = on_dead
+        self.death = DeathWatch(engine_id, mode=mode, on_dead=self._leave_dead)
+        self._disposal_lock = threading.RLock()  # the signal handler may re-enter it
+        self.disposal: threading.Thread | None = None
         self._wakeups = {name: threading.Event() for name in PASS_NAMES}
         self._self_ticking = False
         self.self_ticks = 0
@@ -175,6 +184,26 @@ class LocalEngine:
         """Synchronous and permanent; safe to call from a signal handler."""
         self._disposing.set()
         self.target.mark_disposing()
+
+    def dispose_in_background(self) -> threading.Thread:
+        """Begin disposal now and run ``dispose()`` on a thread of its own, once; a later
+        call returns the same thread."""
+        with self._disposal_lock:
+            if self.disposal is None:
+                self.begin_disposal()
+                self.disposal = threading.Thread(
+                    target=self.dispose, name="engine-disposal", daemon=True
+                )
+                self.disposal.start()
+            return self.disposal
+
+    def _leave_dead(self) -> None:
+        """Beat marked this engine dead: take nothing more, release what it still holds
+        (by compare-and-swap: a claim taken over meanwhile is left alone), and let the
+        worker end the process. Its row stays dead: dispose() writes no status over it."""
+        disposal = self.dispose_in_background()
+        if self._on_dead is not None:
+            self._on_dead(disposal)
 
     def dispose(self, *, timeout_s: float = 30.0) -> None:
         """Stop passes, let drives reach their next checkpoint, release every claim.
@@ -266,6 +295,9 @@ class LocalEngine:
     def run_reclaim(self) -> dict[str, Any]:
         if self.drain.active:
             return {"status": "draining"}
+        # The one pass that acquires and takes over: never for an engine written off.
+        if not self.death.confirm_alive(before="reclaim"):
+            return {"status": "dead"}
         result = run_reclaim_pass(self.target, executor=HealthyConnections(self._reclaim_pool))
         discovery = self.target.last_discovery
         return {
@@ -303,7 +335,7 @@ class LocalEngine:
             }
             self._summary["histograms"] = {n: h.as_json() for n, h in self._histograms.items()}
             snapshot = dict(self._summary)
-        engines.engine_heartbeat(
+        applied = engines.engine_heartbeat(
             engine_id=self.engine_id,
             now_ms=now,
             held_count=len(self.registry.held_workflow_ids()),
@@ -311,6 +343,10 @@ class LocalEngine:
             clock_error_ms=self.clock.error_bound_ms,
             pass_summary=snapshot,
         )
+        # Applied to no row: beat marked this engine dead (or its row is gone). While it
+        # leaves anyway, a row that stopped or died under it changes nothing.
+        if not applied and not self.is_disposing():
+            self.death.found_dead(found_by=f"{name}-heartbeat")
         self._flush_counters()
 
     def _flush_counters(self) -> None:
