@@ -28,8 +28,8 @@ from claims.engine.local import LocalEngine
 logger = logging.getLogger("weftboard.claims")
 
 ALLOWED_POOLS = ("threads", "solo")
-# EX_TEMPFAIL ("try again later"): this process is done, a fresh one is wanted.
-DEAD_ENGINE_EXIT_CODE = 75
+# EX_TEMPFAIL, 75 ("try again later"): this process is done, a fresh one is wanted.
+DEAD_ENGINE_EXIT_CODE = os.EX_TEMPFAIL
 # How long worker_shutdown waits for a disposal, and a dead engine's process at most for
 # Celery to wind down after its disposal before it ends itself.
 DISPOSAL_WAIT_S = 60.0
