@@ -1,4 +1,5 @@
-"""An engine that beat marked dead stays dead (docs/design.md §4, "Dead engines").
+"""An engine that beat marked dead stays dead (docs/design.md §4, "Dead engines stay
+dead").
 
 Beat marks an engine dead after 3 x TTL without a heartbeat. By then its claims were
 takeable long ago, and the fleet may have switched its ownership mode since (§12: the

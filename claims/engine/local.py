@@ -26,7 +26,7 @@ from claims.engine import outages
 from claims.engine.connections import HealthyConnections, closing_connections
 from claims.engine.death import DeathWatch
 from claims.engine.drain import EngineDrain
-from claims.fleet_clock import database_now_ms
+from claims.engine.heartbeat import EngineHeartbeat
 from claims.models import EngineStatus
 from claims.protocol import (
     ClaimMetrics,
@@ -38,15 +38,12 @@ from claims.protocol import (
     run_renew_pass,
 )
 from claims.protocol.constants import EngineOwnershipMode
-from claims.protocol.pass_histogram import PassHistogram
 from claims.protocol.passes import RECLAIM_POOL_SIZE
 from claims.protocol.session_lease import EngineSessionLease
 from claims.runtime.driver import WorkflowDriver
 from claims.runtime.types import is_type_registered
 from claims.services import engines
-from claims.services.engines import session_counter_totals
 from claims.store import OrmClaimStore
-from weftboard.broker.guard import rejected_total as broker_rejected_total
 
 logger = logging.getLogger("weftboard.claims")
 
@@ -122,10 +119,9 @@ class LocalEngine:
         self._threads: list[threading.Thread] = []
         self._drives = ThreadPoolExecutor(DRIVE_POOL_SIZE, thread_name_prefix="drive")
         self._reclaim_pool = ThreadPoolExecutor(RECLAIM_POOL_SIZE, thread_name_prefix="reclaim")
-        self._summary_lock = threading.Lock()
-        self._summary: dict[str, Any] = {}
-        self._flush_lock = threading.Lock()
-        self._histograms = {name: PassHistogram() for name in PASS_NAMES}
+        self.heartbeat = EngineHeartbeat(
+            self.registry, clock=clock, metrics=self.metrics, pass_names=PASS_NAMES
+        )
         self.database = outages.DatabaseOutage(engine_id)
 
     # -- lifecycle ---------------------------------------------------------------
@@ -226,7 +222,7 @@ class LocalEngine:
         self._reclaim_pool.shutdown(wait=True, cancel_futures=True)
         close_old_connections()
         self.registry.release_all()
-        self._flush_counters()
+        self.heartbeat.flush_counters()
         engines.engine_set_status(
             engine_id=self.engine_id, status=EngineStatus.STOPPED, now_ms=self.clock()
         )
@@ -324,42 +320,8 @@ class LocalEngine:
         return {"driven": len(due)}
 
     def _heartbeat(self, name: str, duration_s: float, summary: dict[str, Any]) -> None:
-        skew = self.clock.calibrate(database_now_ms)
-        now = self.clock()
-        self._histograms[name].observe(duration_s)
-        with self._summary_lock:
-            self._summary[name] = {
-                **summary,
-                "at_ms": now,
-                "duration_ms": round(duration_s * 1000, 1),
-            }
-            self._summary["histograms"] = {n: h.as_json() for n, h in self._histograms.items()}
-            snapshot = dict(self._summary)
-        applied = engines.engine_heartbeat(
-            engine_id=self.engine_id,
-            now_ms=now,
-            held_count=len(self.registry.held_workflow_ids()),
-            clock_skew_ms=skew,
-            clock_error_ms=self.clock.error_bound_ms,
-            pass_summary=snapshot,
-        )
+        applied = self.heartbeat.after_pass(name, duration_s, summary)
         # Applied to no row: beat marked this engine dead (or its row is gone). While it
         # leaves anyway, a row that stopped or died under it changes nothing.
         if not applied and not self.is_disposing():
             self.death.found_dead(found_by=f"{name}-heartbeat")
-        self._flush_counters()
-
-    def _flush_counters(self) -> None:
-        """Persist the counters' totals (one flush at a time; a failed one is simply
-        repeated by the next, since it writes totals, not increments)."""
-        with self._flush_lock:
-            snapshot = self.metrics.snapshot()
-            engines.counters_record(
-                engine_id=self.engine_id,
-                totals={
-                    **snapshot["attempts"],
-                    "renewal_failures": snapshot["renewal_failures"],
-                    "broker_rejected": broker_rejected_total(),
-                    **session_counter_totals(self.metrics.session_counts()),
-                },
-            )

@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
+import time
 
 import pytest
 
@@ -28,7 +29,7 @@ from claims.services.engines import DEAD_AFTER_TTLS
 from claims.services.workflows import workflow_start
 from faults.processes import manage
 
-from ._fleet import TTL_MS, Fleet, wait_until
+from ._fleet import TTL_MS, Fleet, Process, wait_until
 
 pytestmark = pytest.mark.slow
 
@@ -60,6 +61,27 @@ def held_by(engine_ids: set[str], workflow_ids: list[str]) -> dict[str, int]:
     }
 
 
+def last_reclaim_at_ms(engine_id: str) -> int | None:
+    summary = Engine.objects.get(engine_id=engine_id).pass_summary or {}
+    return (summary.get("reclaim") or {}).get("at_ms")
+
+
+def pause_between_reclaim_passes(process: Process, engine_id: str) -> None:
+    """SIGSTOP the engine just after a reclaim pass wrote its heartbeat, so it is not
+    stopped inside one: the next starts half an interval after a tick at the earliest.
+
+    A pass stopped after its check of the engine's row would, once resumed, finish with
+    the grants it was making (docs/design.md §4, "What remains": a window the fence makes
+    safe, and which the engine's heartbeat right after that pass closes). That window is
+    not what this test is about."""
+    seen = last_reclaim_at_ms(engine_id)
+    deadline = time.monotonic() + 10
+    while last_reclaim_at_ms(engine_id) == seen:
+        assert time.monotonic() < deadline, "no reclaim pass in 10 s"
+        time.sleep(0.01)
+    process.send(signal.SIGSTOP)
+
+
 def switch_mode(fleet: Fleet, mode: str) -> subprocess.CompletedProcess[str]:
     return manage("ownership_mode", "--switch-to", mode, env=fleet.env())
 
@@ -86,7 +108,7 @@ def test_an_engine_paused_through_a_mode_switch_stays_dead_and_exits(fleet: Flee
     b_id = fleet.wait_registered([engine_b])[engine_b.name].engine_id
     epochs_at_pause = held_by({a_id}, before)
 
-    engine_a.send(signal.SIGSTOP)
+    pause_between_reclaim_passes(engine_a, a_id)
     # Silent but not yet dead, it still counts as running: the switch waits for it.
     with pytest.raises(subprocess.CalledProcessError) as refused:
         switch_mode(fleet, "engine-lease")
