@@ -23,8 +23,8 @@ import threading
 from collections.abc import Callable
 
 from claims.protocol.log_events import log_event
+from claims.selectors.engine_actions import engine_status
 from claims.selectors.fleet_totals import LIVE_ENGINE_STATUSES
-from claims.services import engines
 
 logger = logging.getLogger("weftboard.claims")
 
@@ -49,7 +49,7 @@ class DeathWatch:
         """Read the own row before a pass named ``before``: True while it is active or
         disposing. A read that raises answers nothing and the pass does not run (the
         caller's error path), so no grant rests on an unknown status."""
-        status = engines.engine_status(self.engine_id)
+        status = engine_status(self.engine_id)
         if status in LIVE_ENGINE_STATUSES:
             return True
         self.found_dead(found_by=f"{before}-check", status=status or "gone")

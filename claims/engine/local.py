@@ -187,10 +187,11 @@ class LocalEngine:
         with self._disposal_lock:
             if self.disposal is None:
                 self.begin_disposal()
-                self.disposal = threading.Thread(
+                disposal = threading.Thread(
                     target=self.dispose, name="engine-disposal", daemon=True
                 )
-                self.disposal.start()
+                disposal.start()
+                self.disposal = disposal  # once started: other threads join it
             return self.disposal
 
     def _leave_dead(self) -> None:

@@ -74,12 +74,6 @@ def engine_heartbeat(
     return updated == 1
 
 
-def engine_status(engine_id: str) -> str | None:
-    """The engine's status as its row says, or None when the row is gone (a dead or stopped
-    engine's row is pruned after WEFTBOARD_ENGINE_HISTORY_DAYS); one query."""
-    return Engine.objects.filter(engine_id=engine_id).values_list("status", flat=True).first()
-
-
 def engine_set_status(*, engine_id: str, status: EngineStatus, now_ms: int) -> None:
     """The engine's own steps out (disposing, then stopped), written only over a live
     status: never over dead, which beat wrote and which stays."""
