@@ -2,7 +2,9 @@
 
 Every round shuffles the six kinds, so a run long enough for one round sees each:
 - ``kill``: SIGKILL an engine, restart it (a new engine identity) a moment later;
-- ``pause``: SIGSTOP an engine for 2-3 x TTL, then SIGCONT: it wakes up deposed;
+- ``pause``: SIGSTOP an engine for 2-3 x TTL, then SIGCONT: it wakes up deposed, or, if
+  beat marked it dead meanwhile (silent past 3 x TTL), it releases what it still holds and
+  exits with 75, and the nemesis starts the slot again as its supervisor would;
 - ``db-drop``: terminate an engine's database sessions (or every engine's) from PostgreSQL;
 - ``redis-restart``: crash the broker (losing every queued tick and order) and restart it;
 - ``skew-within``: restart an engine with its clock off by up to half the grace, which the
@@ -19,6 +21,7 @@ Every round shuffles the six kinds, so a run long enough for one round sees each
 
 from __future__ import annotations
 
+import os
 import random
 import signal
 import threading
@@ -32,6 +35,11 @@ from claims.models import Engine, EngineStatus, Workflow, WorkflowClaim, Workflo
 from .fleet_under_test import EngineSlot, Fleet
 from .history import database_now_ms
 from .processes import BackgroundThread
+
+# A dead engine's exit code (claims.engine.worker.DEAD_ENGINE_EXIT_CODE), and how long a
+# resumed engine may take to find it was marked dead, release what it holds and leave.
+DEAD_ENGINE_EXIT_CODE = os.EX_TEMPFAIL
+LEAVE_DEAD_WITHIN_S = 60
 
 KINDS = (
     "kill",
@@ -116,6 +124,8 @@ class Nemesis(BackgroundThread):
             self._mark_death(record, slot)
             # Longer than TTL + grace, so the fleet must take its claims over.
             self._stop_for(slot, rng.uniform(2.0, 3.0) * ttl_s, record)
+            resumed_ms = database_now_ms()
+            self._restart_if_it_left_dead(slot, record, resumed_ms)
         elif kind == "stall":
             # Shorter than the TTL: it keeps its claims, and must not lose track of them.
             self._stop_for(slot, rng.uniform(0.33, 0.8) * ttl_s, record)
@@ -168,6 +178,33 @@ class Nemesis(BackgroundThread):
         self._stop.wait(seconds)
         slot.process.send(signal.SIGCONT)
         slot.stopped = False
+
+    def _restart_if_it_left_dead(
+        self, slot: EngineSlot, record: FaultRecord, resumed_ms: int
+    ) -> None:
+        """Wait until the resumed engine heartbeats again, or, marked dead, has left: then
+        start its slot afresh (a new engine identity), as its supervisor would."""
+        process = slot.process
+        if process is None or record.engine_id is None:
+            return
+        deadline = time.monotonic() + LEAVE_DEAD_WITHIN_S
+        while process.alive():
+            heard = Engine.objects.filter(
+                engine_id=record.engine_id, heartbeat_at_ms__gt=resumed_ms
+            ).exclude(status=EngineStatus.DEAD)
+            if heard.exists():
+                return
+            if time.monotonic() > deadline:
+                self.errors.append(f"{slot.name} neither heartbeat nor left after its pause")
+                return
+            time.sleep(0.1)
+        code = process.wait(0)
+        record.detail += f"; marked dead, exited {code}, started again"
+        if code != DEAD_ENGINE_EXIT_CODE:
+            self.errors.append(
+                f"{slot.name} exited {code} after its pause, not {DEAD_ENGINE_EXIT_CODE}"
+            )
+        self.fleet.engine_start(slot)
 
     def _engine_id(self, slot: EngineSlot) -> str | None:
         if slot.process is None:

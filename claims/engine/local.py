@@ -16,6 +16,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -23,8 +24,9 @@ from django.db import close_old_connections
 
 from claims.engine import outages
 from claims.engine.connections import HealthyConnections, closing_connections
+from claims.engine.death import DeathWatch
 from claims.engine.drain import EngineDrain
-from claims.fleet_clock import database_now_ms
+from claims.engine.heartbeat import EngineHeartbeat
 from claims.models import EngineStatus
 from claims.protocol import (
     ClaimMetrics,
@@ -36,15 +38,12 @@ from claims.protocol import (
     run_renew_pass,
 )
 from claims.protocol.constants import EngineOwnershipMode
-from claims.protocol.pass_histogram import PassHistogram
 from claims.protocol.passes import RECLAIM_POOL_SIZE
 from claims.protocol.session_lease import EngineSessionLease
 from claims.runtime.driver import WorkflowDriver
 from claims.runtime.types import is_type_registered
 from claims.services import engines
-from claims.services.engines import session_counter_totals
 from claims.store import OrmClaimStore
-from weftboard.broker.guard import rejected_total as broker_rejected_total
 
 logger = logging.getLogger("weftboard.claims")
 
@@ -66,7 +65,10 @@ class LocalEngine:
         clock: OffsetClock,
         name: str = "",
         mode: EngineOwnershipMode = "workflow-lease",
+        on_dead: Callable[[threading.Thread], None] | None = None,
     ):
+        """``on_dead`` is called with the disposal thread once the engine found that beat
+        marked it dead (claims/engine/death.py): the worker ends its process with it."""
         self.engine_id = engine_id
         self.mode = mode
         self.name = name  # the Celery worker's node name, shown beside the id
@@ -107,16 +109,19 @@ class LocalEngine:
         )
         self._disposing = threading.Event()
         self._stopped = threading.Event()
+        self._on_dead = on_dead
+        self.death = DeathWatch(engine_id, mode=mode, on_dead=self._leave_dead)
+        self._disposal_lock = threading.RLock()  # the signal handler may re-enter it
+        self.disposal: threading.Thread | None = None
         self._wakeups = {name: threading.Event() for name in PASS_NAMES}
         self._self_ticking = False
         self.self_ticks = 0
         self._threads: list[threading.Thread] = []
         self._drives = ThreadPoolExecutor(DRIVE_POOL_SIZE, thread_name_prefix="drive")
         self._reclaim_pool = ThreadPoolExecutor(RECLAIM_POOL_SIZE, thread_name_prefix="reclaim")
-        self._summary_lock = threading.Lock()
-        self._summary: dict[str, Any] = {}
-        self._flush_lock = threading.Lock()
-        self._histograms = {name: PassHistogram() for name in PASS_NAMES}
+        self.heartbeat = EngineHeartbeat(
+            self.registry, clock=clock, metrics=self.metrics, pass_names=PASS_NAMES
+        )
         self.database = outages.DatabaseOutage(engine_id)
 
     # -- lifecycle ---------------------------------------------------------------
@@ -176,6 +181,27 @@ class LocalEngine:
         self._disposing.set()
         self.target.mark_disposing()
 
+    def dispose_in_background(self) -> threading.Thread:
+        """Begin disposal now and run ``dispose()`` on a thread of its own, once; a later
+        call returns the same thread."""
+        with self._disposal_lock:
+            if self.disposal is None:
+                self.begin_disposal()
+                disposal = threading.Thread(
+                    target=self.dispose, name="engine-disposal", daemon=True
+                )
+                disposal.start()
+                self.disposal = disposal  # once started: other threads join it
+            return self.disposal
+
+    def _leave_dead(self) -> None:
+        """Beat marked this engine dead: take nothing more, release what it still holds
+        (by compare-and-swap: a claim taken over meanwhile is left alone), and let the
+        worker end the process. Its row stays dead: dispose() writes no status over it."""
+        disposal = self.dispose_in_background()
+        if self._on_dead is not None:
+            self._on_dead(disposal)
+
     def dispose(self, *, timeout_s: float = 30.0) -> None:
         """Stop passes, let drives reach their next checkpoint, release every claim.
 
@@ -197,7 +223,7 @@ class LocalEngine:
         self._reclaim_pool.shutdown(wait=True, cancel_futures=True)
         close_old_connections()
         self.registry.release_all()
-        self._flush_counters()
+        self.heartbeat.flush_counters()
         engines.engine_set_status(
             engine_id=self.engine_id, status=EngineStatus.STOPPED, now_ms=self.clock()
         )
@@ -266,6 +292,9 @@ class LocalEngine:
     def run_reclaim(self) -> dict[str, Any]:
         if self.drain.active:
             return {"status": "draining"}
+        # The one pass that acquires and takes over: never for an engine written off.
+        if not self.death.confirm_alive(before="reclaim"):
+            return {"status": "dead"}
         result = run_reclaim_pass(self.target, executor=HealthyConnections(self._reclaim_pool))
         discovery = self.target.last_discovery
         return {
@@ -292,38 +321,8 @@ class LocalEngine:
         return {"driven": len(due)}
 
     def _heartbeat(self, name: str, duration_s: float, summary: dict[str, Any]) -> None:
-        skew = self.clock.calibrate(database_now_ms)
-        now = self.clock()
-        self._histograms[name].observe(duration_s)
-        with self._summary_lock:
-            self._summary[name] = {
-                **summary,
-                "at_ms": now,
-                "duration_ms": round(duration_s * 1000, 1),
-            }
-            self._summary["histograms"] = {n: h.as_json() for n, h in self._histograms.items()}
-            snapshot = dict(self._summary)
-        engines.engine_heartbeat(
-            engine_id=self.engine_id,
-            now_ms=now,
-            held_count=len(self.registry.held_workflow_ids()),
-            clock_skew_ms=skew,
-            clock_error_ms=self.clock.error_bound_ms,
-            pass_summary=snapshot,
-        )
-        self._flush_counters()
-
-    def _flush_counters(self) -> None:
-        """Persist the counters' totals (one flush at a time; a failed one is simply
-        repeated by the next, since it writes totals, not increments)."""
-        with self._flush_lock:
-            snapshot = self.metrics.snapshot()
-            engines.counters_record(
-                engine_id=self.engine_id,
-                totals={
-                    **snapshot["attempts"],
-                    "renewal_failures": snapshot["renewal_failures"],
-                    "broker_rejected": broker_rejected_total(),
-                    **session_counter_totals(self.metrics.session_counts()),
-                },
-            )
+        applied = self.heartbeat.after_pass(name, duration_s, summary)
+        # Applied to no row: beat marked this engine dead (or its row is gone). While it
+        # leaves anyway, a row that stopped or died under it changes nothing.
+        if not applied and not self.is_disposing():
+            self.death.found_dead(found_by=f"{name}-heartbeat")

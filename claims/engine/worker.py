@@ -3,14 +3,21 @@
 The engine boots in ``worker_init`` (main process, before tasks are consumed),
 marks itself disposing as soon as a shutdown is requested, and releases its claims
 on a thread of its own from that moment, while Celery winds its consumers down.
+
+An engine that finds beat marked it dead (claims/engine/death.py) does the same from
+inside, and the process then exits with DEAD_ENGINE_EXIT_CODE, so its supervisor
+(supervisord's autorestart, systemd's Restart=always: both restart on any exit code)
+starts a fresh process under a new engine id.
 """
 
 from __future__ import annotations
 
 import logging
+import os
 import re
 import sys
 import threading
+import time
 import uuid
 from typing import Any
 
@@ -21,6 +28,12 @@ from claims.engine.local import LocalEngine
 logger = logging.getLogger("weftboard.claims")
 
 ALLOWED_POOLS = ("threads", "solo")
+# EX_TEMPFAIL, 75 ("try again later"): this process is done, a fresh one is wanted.
+DEAD_ENGINE_EXIT_CODE = os.EX_TEMPFAIL
+# How long worker_shutdown waits for a disposal, and a dead engine's process at most for
+# Celery to wind down after its disposal before it ends itself.
+DISPOSAL_WAIT_S = 60.0
+DEAD_EXIT_GRACE_S = 30.0
 
 _engine: LocalEngine | None = None
 
@@ -127,13 +140,35 @@ def start_engine(sender: Any, **kwargs: Any) -> None:
         clock=clock,
         name=str(sender.hostname or ""),
         mode=mode,
+        on_dead=stop_worker_dead,
     )
     engine.start()
     _engine = engine
     logger.info("engine %s started on queue %s in the %s mode", engine.engine_id, queue, mode)
 
 
-_disposal: threading.Thread | None = None
+def stop_worker_dead(disposal: threading.Thread) -> None:
+    """The engine found itself dead and its disposal runs on ``disposal``: stop the worker
+    with DEAD_ENGINE_EXIT_CODE. Celery's consumer loop checks ``should_stop`` at every
+    turn and raises WorkerShutdown with it (what its own SIGTERM handler does, with 0);
+    worker_shutdown then waits for the disposal, and the exit code is this one. Should
+    the loop not turn (stuck reconnecting to a broker), the process ends itself once the
+    disposal is over and Celery had DEAD_EXIT_GRACE_S more."""
+    from celery.worker import state
+
+    # Declared ``None`` in Celery's module; its signal handlers set an exit code too.
+    state.should_stop = DEAD_ENGINE_EXIT_CODE  # type: ignore[assignment]
+    threading.Thread(
+        target=_exit_after, args=(disposal,), name="dead-engine-exit", daemon=True
+    ).start()
+
+
+def _exit_after(disposal: threading.Thread) -> None:
+    disposal.join(timeout=DISPOSAL_WAIT_S)
+    time.sleep(DEAD_EXIT_GRACE_S)
+    logger.critical("the worker did not stop after its engine was found dead: exiting")
+    logging.shutdown()
+    os._exit(DEAD_ENGINE_EXIT_CODE)
 
 
 @worker_shutting_down.connect
@@ -141,19 +176,15 @@ def begin_disposal(**kwargs: Any) -> None:
     """Runs in the signal handler: flag disposal, and release claims on a thread of its
     own while Celery winds its consumers down, so a supervisor's kill deadline finds the
     claims already released even when it is short."""
-    global _disposal
-    if _engine is None or _disposal is not None:
-        return
-    _engine.begin_disposal()
-    _disposal = threading.Thread(target=_engine.dispose, name="engine-disposal", daemon=True)
-    _disposal.start()
+    if _engine is not None:
+        _engine.dispose_in_background()
 
 
 @worker_shutdown.connect
 def dispose_engine(**kwargs: Any) -> None:
     if _engine is None:
         return
-    if _disposal is None:
+    if _engine.disposal is None:
         _engine.dispose()  # shut down without a signal (e.g. an embedded worker)
     else:
-        _disposal.join(timeout=60)
+        _engine.disposal.join(timeout=DISPOSAL_WAIT_S)

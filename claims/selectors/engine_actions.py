@@ -53,6 +53,13 @@ def engine_drain_requested(engine_id: str) -> bool:
     return any(value is not None for value in found[:1])
 
 
+def engine_status(engine_id: str) -> str | None:
+    """The engine's status as its row says, or None when the row is gone (a dead or stopped
+    engine's row is pruned after WEFTBOARD_ENGINE_HISTORY_DAYS); what the engine reads
+    before each reclaim pass (claims/engine/death.py); one query."""
+    return Engine.objects.filter(engine_id=engine_id).values_list("status", flat=True).first()
+
+
 def engine_events(
     engine_id: str | None = None, *, limit: int = RECENT_ENGINE_EVENTS
 ) -> list[EngineEvent]:

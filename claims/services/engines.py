@@ -23,6 +23,7 @@ from claims.protocol.log_events import log_event
 from claims.protocol.metrics import SessionCount
 from claims.protocol.pass_histogram import summed_histograms
 from claims.protocol.timing import ClaimTiming
+from claims.selectors.fleet_totals import LIVE_ENGINE_STATUSES
 from claims.store.sql.counters import counter_statements
 
 logger = logging.getLogger("weftboard.claims")
@@ -55,23 +56,30 @@ def engine_heartbeat(
     clock_skew_ms: int,
     clock_error_ms: int,
     pass_summary: Mapping[str, Any],
-) -> None:
-    """One UPDATE. A live engine wrongly judged dead (a slow beat) comes back to active;
-    a disposing or stopped engine keeps its status."""
-    Engine.objects.filter(
-        engine_id=engine_id, status__in=[EngineStatus.ACTIVE, EngineStatus.DEAD]
-    ).update(
+) -> bool:
+    """One UPDATE of the engine's row while it is active or disposing; returns whether it
+    applied. It never writes the status: an engine beat marked dead stays dead (its claims
+    were takeable long before, and the fleet may have switched its ownership mode since),
+    so a heartbeat that applies nothing tells a revived engine it is dead. The condition
+    is judged when the statement runs, so a heartbeat sent before beat's mark and applied
+    after it changes nothing either. A heartbeat whose answer was lost tells nothing, and
+    the next one asks again: applied or not, it wrote no status."""
+    updated = Engine.objects.filter(engine_id=engine_id, status__in=LIVE_ENGINE_STATUSES).update(
         heartbeat_at_ms=now_ms,
         held_count=held_count,
         clock_skew_ms=clock_skew_ms,
         clock_error_ms=clock_error_ms,
         pass_summary=dict(pass_summary),
-        status=EngineStatus.ACTIVE,
     )
+    return updated == 1
 
 
 def engine_set_status(*, engine_id: str, status: EngineStatus, now_ms: int) -> None:
-    Engine.objects.filter(engine_id=engine_id).update(status=status, heartbeat_at_ms=now_ms)
+    """The engine's own steps out (disposing, then stopped), written only over a live
+    status: never over dead, which beat wrote and which stays."""
+    Engine.objects.filter(engine_id=engine_id, status__in=LIVE_ENGINE_STATUSES).update(
+        status=status, heartbeat_at_ms=now_ms
+    )
 
 
 def engines_mark_silent_dead(*, now_ms: int, ttl_ms: int) -> int:
