@@ -49,7 +49,13 @@ class JsonBodyParser(Parser):
         if json_depth(body) > JSON_MAX_DEPTH + 1:
             rule = f"JSON must not be nested more than {JSON_MAX_DEPTH} levels"
             raise BodyRuleError(422, f"{rule} below the body's own object")
-        return json.loads(body)
+        data = json.loads(body)
+        # Every route's body is an object (or null, where it may be left out); ninja would
+        # read fields off a list or a number as absent and accept it where every field is
+        # optional.
+        if data is not None and not isinstance(data, dict):
+            raise BodyRuleError(422, "the request body must be a JSON object")
+        return data
 
 
 def body_rule_refusal(error: HttpError) -> BodyRuleError | None:

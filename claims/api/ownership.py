@@ -79,7 +79,7 @@ def _fresh_claim(workflow_id: str) -> ClaimStateOut:
 
 @router.post(
     f"/workflows/{WORKFLOW}/claim/release",
-    response={**WRITE_ERRORS, 200: ForcedActionOut, 409: StaleEpochOut},
+    response={**WRITE_ERRORS, 200: ForcedActionOut, 409: StaleEpochOut | ErrorOut},
     throttle=write_throttle,
 )
 def claim_release(request: HttpRequest, workflow_id: str, payload: ReleaseIn) -> ForcedActionOut:
@@ -102,7 +102,7 @@ def claim_release(request: HttpRequest, workflow_id: str, payload: ReleaseIn) ->
 
 @router.post(
     f"/workflows/{WORKFLOW}/claim/takeover",
-    response={**WRITE_ERRORS, 200: ForcedActionOut, 409: StaleEpochOut},
+    response={**WRITE_ERRORS, 200: ForcedActionOut, 409: StaleEpochOut | ErrorOut},
     throttle=write_throttle,
 )
 def claim_takeover(request: HttpRequest, workflow_id: str, payload: TakeoverIn) -> ForcedActionOut:

@@ -10,7 +10,7 @@ from pydantic import field_validator
 
 from claims.models import ClaimEvent, Workflow, WorkflowStatus
 from claims.protocol.constants import MAX_SAFE_INTEGER
-from claims.protocol.ids import check_new_workflow_id
+from claims.protocol.ids import WORKFLOW_ID_MAX_LENGTH, check_new_workflow_id
 from claims.protocol.text import check_json_text
 from claims.protocol.times import MAX_TIME_MS, MIN_TIME_MS
 from claims.runtime.types import WORKFLOW_TYPE_MAX_LENGTH
@@ -49,7 +49,7 @@ class WorkflowOut(_WorkflowFields):
 class WorkflowStartIn(Schema):
     workflow_type: str = Field(min_length=1, max_length=WORKFLOW_TYPE_MAX_LENGTH)
     input: Any = None
-    workflow_id: str | None = None
+    workflow_id: str | None = Field(None, min_length=1, max_length=WORKFLOW_ID_MAX_LENGTH)
 
     @field_validator("workflow_id")
     @classmethod
