@@ -45,3 +45,21 @@ def _read_quoted(line: str, at: int) -> tuple[str, int]:
             chars.append(line[at])
             at += 1
     return "".join(chars), at + 1
+
+
+def read_braced(text: str) -> list[tuple[str, str]]:
+    """Split ``{key: "value", key: "value"}`` (how a sign-in is named in the lockout log)
+    into its fields, each value a double-quoted one with backslash escapes."""
+    assert text.startswith("{"), text
+    assert text.endswith("}"), text
+    fields: list[tuple[str, str]] = []
+    at = 1
+    while at < len(text) - 1:
+        key_end = text.index(': "', at)
+        key = text[at:key_end]
+        value, at = _read_quoted(text, key_end + 3)
+        fields.append((key, value))
+        if text.startswith(", ", at):
+            at += 2
+    assert at == len(text) - 1, f"the fields end before the closing brace: {text!r}"
+    return fields

@@ -271,5 +271,7 @@ AXES_LOCKOUT_TEMPLATE = "registration/locked_out.html"
 # each append to X-Forwarded-For (a header anyone can send, so never trusted by default).
 WEFTBOARD_TRUSTED_PROXY_COUNT = env_int("WEFTBOARD_TRUSTED_PROXY_COUNT", 0)
 AXES_CLIENT_IP_CALLABLE = "weftboard.client_address.client_address"
-# Every failed sign-in is logged by axes at WARNING with its user name and address.
+# Every failed sign-in is logged by axes at WARNING with its user name and address (both
+# masked) and its user agent, escaped so that a header cannot write a field of its own.
 AXES_VERBOSE = True
+AXES_CLIENT_STR_CALLABLE = "weftboard.sign_in_log.sign_in_client_str"
