@@ -104,7 +104,7 @@ def broker_config(url: str) -> tuple[str | None, dict[str, Any]]:
 
 
 def cache_config(broker_url: str) -> dict[str, Any]:
-    """The cache every web process shares (the API write throttle counts in it): Redis at
+    """The cache every web process shares (the read and write limits count in it): Redis at
     WEFTBOARD_CACHE_URL, else the broker's Redis; the embedded default runs one web process,
     whose memory is shared enough."""
     url = env_text("WEFTBOARD_CACHE_URL")
@@ -115,5 +115,8 @@ def cache_config(broker_url: str) -> dict[str, Any]:
             "BACKEND": "django.core.cache.backends.redis.RedisCache",
             "LOCATION": url,
             "KEY_PREFIX": "weftboard",
+            # Every page read asks the cache (the read limit): a Redis that stops answering
+            # must cost a request a second at most, after which it goes through uncounted.
+            "OPTIONS": {"socket_connect_timeout": 1, "socket_timeout": 1},
         }
     return {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}
