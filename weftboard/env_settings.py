@@ -116,7 +116,7 @@ def cache_config(broker_url: str) -> dict[str, Any]:
             "LOCATION": url,
             "KEY_PREFIX": "weftboard",
             # Every page read asks the cache (the read limit): a Redis that stops answering
-            # must cost a request a second at most, after which it goes through uncounted.
-            "OPTIONS": {"socket_connect_timeout": 1, "socket_timeout": 1},
+            # must cost a request 2 s at most, after which it goes through uncounted.
+            "OPTIONS": {"socket_connect_timeout": 2, "socket_timeout": 2},
         }
     return {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}
