@@ -11,6 +11,7 @@ from django.test import Client, override_settings
 from django.utils import timezone
 
 from claims.models import ApiToken, BackfillJob, ClaimEvent, Workflow
+from tests.conftest import forget_rate_counts
 
 from .conftest import (
     bearer,
@@ -294,13 +295,17 @@ def test_writes_across_a_window_boundary_stay_within_the_rate(operator_client):
         status = post(operator_client, path, {"reason": "r"}).status_code
         return sent, time.time(), status
 
-    time.sleep((0.5 - time.time() % 1) % 1)
-    first = [timed_write() for _ in range(5)]
-    time.sleep((0.02 - time.time() % 1) % 1)
-    second = [timed_write() for _ in range(5)]
+    for _ in range(3):  # a machine too busy to finish the first burst in time: again
+        forget_rate_counts()
+        time.sleep((0.5 - time.time() % 1) % 1)
+        first = [timed_write() for _ in range(5)]
+        time.sleep((0.02 - time.time() % 1) % 1)
+        second = [timed_write() for _ in range(5)]
+        within_a_second = [s for _, answered, s in second if answered < first[0][0] + 1]
+        if within_a_second:
+            break
 
     assert [status for _, _, status in first] == [404] * 5  # let through
-    within_a_second = [status for _, answered, status in second if answered < first[0][0] + 1]
     assert within_a_second
     assert set(within_a_second) == {429}
 

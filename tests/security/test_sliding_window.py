@@ -96,14 +96,18 @@ def test_requests_one_after_another_never_exceed_the_limit_in_any_window(cache_k
 def test_a_burst_across_a_window_boundary_is_refused(cache_kind):
     """The limit at the end of one second, then again just after it: a fixed window
     admitted both bursts (twice the limit in a fraction of a second)."""
-    rate, key = Rate(5, 1), uuid.uuid4().hex
-    sleep_until_fraction(0.6)
-    first = [attempt(key, rate) for _ in range(rate.limit)]
-    sleep_until_fraction(0.02)
-    second = [attempt(key, rate) for _ in range(rate.limit)]
+    rate = Rate(5, 1)
+    for _ in range(3):  # a machine too busy to finish the first burst in time: again
+        key = uuid.uuid4().hex
+        sleep_until_fraction(0.6)
+        first = [attempt(key, rate) for _ in range(rate.limit)]
+        sleep_until_fraction(0.02)
+        second = [attempt(key, rate) for _ in range(rate.limit)]
+        within_a_window = [a for a in second if a.answered < first[0].sent + rate.seconds]
+        if within_a_window:
+            break
 
     assert all(a.admitted for a in first)
-    within_a_window = [a for a in second if a.answered < first[0].sent + rate.seconds]
     assert within_a_window
     assert not any(a.admitted for a in within_a_window)
 
