@@ -62,6 +62,8 @@ ADMITTED = Verdict(admitted=True)
 # {0, ms until the oldest admission leaves the window}. An admission exactly one window
 # old still counts, so two admissions ``limit`` apart are always more than a window apart.
 _SLIDING_WINDOW_LUA = """
+-- Before Redis 5 a script reading TIME may write only once it replicates its effects.
+if redis.replicate_commands then redis.replicate_commands() end
 local limit = tonumber(ARGV[1])
 local window_ms = tonumber(ARGV[2])
 local clock = redis.call('TIME')
