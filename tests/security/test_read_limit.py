@@ -17,6 +17,7 @@ from prometheus_client import REGISTRY
 from claims.models import ApiToken
 from claims.tokens import api_token_mint
 from tests import factories
+from weftboard.user_limits import READS
 
 pytestmark = pytest.mark.django_db
 
@@ -146,10 +147,11 @@ UNREACHABLE_CACHE = {
 
 
 @override_settings(WEFTBOARD_READ_RATE="1/min", CACHES=UNREACHABLE_CACHE)
-def test_reads_go_through_uncounted_while_the_cache_does_not_answer(viewer_client, caplog):
-    from weftboard.user_limits import READS
-
-    READS._last_warned = float("-inf")
+def test_reads_go_through_uncounted_while_the_cache_does_not_answer(
+    viewer_client, caplog, monkeypatch
+):
+    # As in a fresh process: no warning logged yet.
+    monkeypatch.setattr(READS, "_last_warned", float("-inf"))
     before = REGISTRY.get_sample_value("weftboard_reads_uncounted_total") or 0.0
     with caplog.at_level(logging.WARNING, logger="weftboard.limits"):
         statuses = [viewer_client.get("/engines/").status_code for _ in range(3)]
