@@ -36,6 +36,25 @@ def check_claim_timing(**kwargs: Any) -> list[checks.CheckMessage]:
     return found
 
 
+def check_rates(**kwargs: Any) -> list[checks.CheckMessage]:
+    """The per-user write and read rates parse, or every request would fail on them."""
+    from weftboard.user_limits import READS, WRITES
+
+    found: list[checks.CheckMessage] = []
+    for limit in (WRITES, READS):
+        try:
+            limit.rate()
+        except ValueError as error:
+            found.append(
+                checks.Error(
+                    f"{limit.setting}: {error}",
+                    hint="Use a whole number per s, min, h or d, like 60/min, or 'off'.",
+                    id="claims.E003",
+                )
+            )
+    return found
+
+
 def check_deploy_settings(**kwargs: Any) -> list[checks.CheckMessage]:
     from django.conf import settings
 
@@ -64,4 +83,5 @@ def check_deploy_settings(**kwargs: Any) -> list[checks.CheckMessage]:
 
 def register_checks() -> None:
     checks.register(check_claim_timing)
+    checks.register(check_rates)
     checks.register(check_deploy_settings, checks.Tags.security, deploy=True)

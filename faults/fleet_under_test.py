@@ -100,8 +100,9 @@ class Fleet:
             WEFT_CLAIM_RENEW_INTERVAL=f"{self.timing.renew_interval_ms}ms",
             WEFTBOARD_SECRET_KEY=env.get("WEFTBOARD_SECRET_KEY") or "fault-harness-only-key",
             WEFTBOARD_DEMO_RATE="0",
-            # The workload's operator calls writes through the API far faster than a person.
+            # The workload's operator calls the API far faster than a person.
             WEFTBOARD_API_WRITE_RATE="100000/min",
+            WEFTBOARD_READ_RATE="off",
             PGAPPNAME=f"weftboard-{name}",
             PYTHONUNBUFFERED="1",
         )

@@ -6,6 +6,8 @@ import os
 from typing import Any
 
 import pytest
+from django.core.cache import caches
+from django.core.cache.backends.redis import RedisCache
 from django.test import Client
 
 
@@ -19,6 +21,26 @@ def require_service(name: str, reachable: bool, reason: str) -> None:
     if os.environ.get("WEFTBOARD_REQUIRE_SERVICES", "").strip() == "1":
         pytest.fail(f"{name} is required (WEFTBOARD_REQUIRE_SERVICES=1) but unreachable: {reason}")
     pytest.skip(f"{name} unreachable: {reason}")
+
+
+def forget_rate_counts() -> None:
+    """Forget what the per-user read and write limits counted (weftboard.rate_limit)."""
+    backend = caches["default"]
+    if not isinstance(backend, RedisCache):
+        backend.clear()
+        return
+    # Only the limits' keys: the cache may share its Redis database with the broker.
+    client = backend._cache.get_client(write=True)  # type: ignore[attr-defined]
+    keys = list(client.scan_iter(match=backend.make_key("weftboard:rate:*")))
+    if keys:
+        client.delete(*keys)
+
+
+@pytest.fixture(autouse=True)
+def _fresh_rate_counts() -> None:
+    """The limits count in the cache, which outlives a test's transaction, and on SQLite
+    user ids repeat from one test to the next: each test starts with nothing counted."""
+    forget_rate_counts()
 
 
 # Signed-in clients for the ``operator`` and ``viewer`` users each test package defines

@@ -4,8 +4,9 @@
 token, missing permission, failed CSRF · 404 unknown workflow or job · 409 stale epoch
 (with the fresh claim), finished workflow, id in use, active backfill · 422 bad input,
 including an unknown workflow type and a target engine that is unknown or not active
-· 429 too many writes · 503 the database did not answer (a write's outcome is then
-unknown: read the state again before repeating it).
+· 429 too many writes, or reads · 500 an unexpected error, with a request id to quote ·
+503 the database did not answer (a write's outcome is then unknown: read the state again
+before repeating it). Every answer is JSON (weftboard.api_errors).
 """
 
 from __future__ import annotations
@@ -15,15 +16,22 @@ from collections.abc import Callable
 from typing import Any
 
 from django.contrib.auth.decorators import login_required
-from django.core.exceptions import ObjectDoesNotExist, PermissionDenied
+from django.core.exceptions import (
+    BadRequest,
+    ObjectDoesNotExist,
+    PermissionDenied,
+    SuspiciousOperation,
+)
 from django.db import InterfaceError, OperationalError
 from django.http import HttpRequest, HttpResponse
+from django.http.multipartparser import MultiPartParserError
 from ninja import NinjaAPI
 from ninja.errors import AuthenticationError, HttpError
 from ninja.security import APIKeyCookie, HttpBearer
 from ninja.utils import check_csrf
 
 from claims.api import router as claims_router
+from claims.api.access import read_throttle
 from claims.api.body import JsonBodyParser, body_rule_refusal
 from claims.api.schemas import ClaimStateOut, StaleEpochOut
 from claims.backfill import (
@@ -46,6 +54,7 @@ from claims.runtime.errors import UnknownWorkflowTypeError
 from claims.selectors.ownership import claim_snapshot
 from claims.services.rules import ReadOnlyError
 from claims.tokens import api_token_authenticate
+from weftboard.api_errors import unexpected_error
 
 logger = logging.getLogger("weftboard.api")
 
@@ -96,6 +105,8 @@ api = NinjaAPI(
     urls_namespace="api-v1",
     docs_decorator=login_required,
     parser=JsonBodyParser(),
+    # Every route without its own throttle (the writes have theirs) counts as a read.
+    throttle=read_throttle,
 )
 api.add_router("/", claims_router)
 
@@ -142,6 +153,10 @@ def _http_error(request: HttpRequest, exc: Any) -> HttpResponse:
     return api.create_response(request, {"detail": str(error)}, status=error.status_code)
 
 
+def _unexpected(request: HttpRequest, exc: Any) -> HttpResponse:
+    return unexpected_error(request, exc)
+
+
 def _answer(status: int) -> Callable[[HttpRequest, Any], HttpResponse]:
     def handler(request: HttpRequest, exc: Any) -> HttpResponse:
         return api.create_response(request, {"detail": str(exc)}, status=status)
@@ -150,6 +165,11 @@ def _answer(status: int) -> Callable[[HttpRequest, Any], HttpResponse]:
 
 
 ERROR_STATUS: dict[type[Exception], int] = {
+    # What Django itself answers 400 (a body over DATA_UPLOAD_MAX_MEMORY_SIZE, say), which
+    # would otherwise reach the handler of last resort below.
+    BadRequest: 400,
+    MultiPartParserError: 400,
+    SuspiciousOperation: 400,
     PermissionDenied: 403,
     InvalidTransitionError: 409,
     ConflictError: 409,
@@ -173,3 +193,6 @@ api.add_exception_handler(WorkflowNotFoundError, _not_found)
 api.add_exception_handler(ObjectDoesNotExist, _not_found)
 api.add_exception_handler(OperationalError, _database_unavailable)
 api.add_exception_handler(InterfaceError, _database_unavailable)
+# Last, for anything no handler above expects: ninja looks a handler up by the error's
+# class first, so this catches only what would otherwise be Django's HTML 500.
+api.add_exception_handler(Exception, _unexpected)

@@ -108,7 +108,7 @@ def broker_config(url: str) -> tuple[str | None, dict[str, Any]]:
 
 
 def cache_config(broker_url: str) -> dict[str, Any]:
-    """The cache every web process shares (the API write throttle counts in it): Redis at
+    """The cache every web process shares (the read and write limits count in it): Redis at
     WEFTBOARD_CACHE_URL, else the broker's Redis; the embedded default runs one web process,
     whose memory is shared enough."""
     url = env_text("WEFTBOARD_CACHE_URL")
@@ -119,5 +119,8 @@ def cache_config(broker_url: str) -> dict[str, Any]:
             "BACKEND": "django.core.cache.backends.redis.RedisCache",
             "LOCATION": url,
             "KEY_PREFIX": "weftboard",
+            # Every page read asks the cache (the read limit): a Redis that stops answering
+            # must cost a request 2 s at most, after which it goes through uncounted.
+            "OPTIONS": {"socket_connect_timeout": 2, "socket_timeout": 2},
         }
     return {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}

@@ -57,6 +57,8 @@ MIDDLEWARE = [
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
+    # Under /api/, an unknown path, a wrong method or an unexpected error answers JSON.
+    "weftboard.api_errors.ApiJsonErrorsMiddleware",
     "weftboard.nul_guard.NulGuardMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
@@ -65,6 +67,8 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "csp.middleware.CSPMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    # Reads per user (pages; the API counts its own): after sign-in and htmx, which it reads.
+    "weftboard.read_limit.ReadRateMiddleware",
     # Turns a locked-out sign-in into the lockout page; django-axes wants it last.
     "axes.middleware.AxesMiddleware",
     "django_prometheus.middleware.PrometheusAfterMiddleware",
@@ -155,6 +159,7 @@ LOGGING = {
         "weftboard.claims": {"handlers": ["console"], "level": "INFO", "propagate": False},
         "weftboard.broker": {"handlers": ["console"], "level": "INFO", "propagate": False},
         "weftboard.api": {"handlers": ["console"], "level": "INFO", "propagate": False},
+        "weftboard.limits": {"handlers": ["console"], "level": "INFO", "propagate": False},
         # Failed sign-ins and lockouts, with the user name and the address.
         "axes": {"handlers": ["console"], "level": "WARNING", "propagate": False},
         # Django sends server errors only to e-mail when DEBUG is off; an operator needs the
@@ -178,8 +183,12 @@ WEFTBOARD_WORKFLOW_MODULES = env_list(
 # A global switch that refuses every operator write; any text is shown as the reason.
 WEFTBOARD_READ_ONLY = env_text("WEFTBOARD_READ_ONLY")
 
-# Writes per user through the JSON API, e.g. "60/min" (ninja throttle syntax).
+# Requests per user in any window of that length, e.g. "60/min" (s, min, h or d), counted
+# in the shared cache (weftboard.user_limits): writes through the JSON API, and reads of
+# pages, their live fragments and the API together. Pages poll every 2 s per fragment,
+# so the read rate leaves room for several tabs at the fastest pace.
 WEFTBOARD_API_WRITE_RATE = env_text("WEFTBOARD_API_WRITE_RATE", "60/min")
+WEFTBOARD_READ_RATE = env_text("WEFTBOARD_READ_RATE", "600/min")
 
 WEFTBOARD_METRICS_TOKEN = env_text("WEFTBOARD_METRICS_TOKEN")
 
@@ -273,5 +282,7 @@ AXES_LOCKOUT_TEMPLATE = "registration/locked_out.html"
 # each append to X-Forwarded-For (a header anyone can send, so never trusted by default).
 WEFTBOARD_TRUSTED_PROXY_COUNT = env_int("WEFTBOARD_TRUSTED_PROXY_COUNT", 0)
 AXES_CLIENT_IP_CALLABLE = "weftboard.client_address.client_address"
-# Every failed sign-in is logged by axes at WARNING with its user name and address.
+# Every failed sign-in is logged by axes at WARNING with its user name and address (both
+# masked) and its user agent, escaped so that a header cannot write a field of its own.
 AXES_VERBOSE = True
+AXES_CLIENT_STR_CALLABLE = "weftboard.sign_in_log.sign_in_client_str"

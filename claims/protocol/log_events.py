@@ -8,16 +8,48 @@ import logging
 
 
 def event_line(event: str, **fields: object) -> str:
-    """``event=<name>`` then ``key=value`` per field, in the order given; None reads ``-``."""
+    """``event=<name>`` then ``key=value`` per field, in the order given; None reads ``-``.
+
+    A value is written bare only when it cannot be misread: anything else is quoted with
+    its quotes, backslashes and invisible characters escaped, so that no value (a workflow
+    id, an error message) can add a field or a line of its own."""
     parts = [f"event={event}"]
     parts += [f"{key}={_value(value)}" for key, value in fields.items()]
     return " ".join(parts)
 
 
+# Characters a line is split on or quoted with, by a reader of these lines or a shell.
+_SEPARATORS = frozenset(" \"'=\\")
+# The escapes a reader of C, Python or JSON strings knows; any other character that
+# is not printable is written as its code point.
+_NAMED_ESCAPES = {"\\": "\\\\", '"': '\\"', "\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
+def quoted(text: str) -> str:
+    """``text`` in double quotes, with ``\\``, ``"`` and every character that is not
+    printable (control characters, DEL, C1, line and paragraph separators, lone
+    surrogates, format characters) escaped: ``\\n``, ``\\x1b``, ``\\u2028``."""
+    return '"' + "".join(_escaped(c) for c in text) + '"'
+
+
+def _escaped(char: str) -> str:
+    named = _NAMED_ESCAPES.get(char)
+    if named is not None:
+        return named
+    if char.isprintable():
+        return char
+    code = ord(char)
+    if code <= 0xFF:
+        return f"\\x{code:02x}"
+    if code <= 0xFFFF:
+        return f"\\u{code:04x}"
+    return f"\\U{code:08x}"
+
+
 def _value(value: object) -> str:
     text = "-" if value is None else str(value)
-    # Quoted only when a space or quote would make the line ambiguous to split.
-    return f'"{text}"' if any(c in text for c in ' "=') else text
+    bare = text != "" and all(c.isprintable() and c not in _SEPARATORS for c in text)
+    return text if bare else quoted(text)
 
 
 def log_event(logger: logging.Logger, level: int, event: str, **fields: object) -> None:

@@ -115,8 +115,15 @@ FLEET_SERIES = {
     ),
 }
 
-# Series of this web process alone (request metrics, uncounted writes): summed, no scope.
-PER_PROCESS_PREFIXES = ("django_", "python_", "process_", "weftboard_api_writes_uncounted")
+# Series of this web process alone (request metrics, uncounted writes and reads): summed,
+# no scope.
+PER_PROCESS_PREFIXES = (
+    "django_",
+    "python_",
+    "process_",
+    "weftboard_api_writes_uncounted",
+    "weftboard_reads_uncounted",
+)
 
 
 def families(client):

@@ -6,6 +6,7 @@ from __future__ import annotations
 import logging
 
 from claims.protocol import Holder
+from tests.log_reader import read_line
 
 from .stores import GRACE_MS, START_MS, TTL_MS
 
@@ -63,3 +64,25 @@ def test_a_set_based_takeover_logs_each_grant_once(
         "event=takeover workflow=wf1 epoch=3 engine=a",
         "event=takeover workflow=wf2 epoch=3 engine=a",
     ]
+
+
+def test_a_hostile_workflow_id_cannot_forge_fields_of_a_logged_line(registry, clock, caplog):
+    """An id with quotes, equals signs and a line separator is one quoted, escaped value:
+    the line read back holds the fields written and nothing else."""
+    caplog.set_level(logging.DEBUG, logger="weftboard.claims")
+    hostile = 'wf" epoch=999 engine=forged\u2028event=takeover'
+    a = registry("a")
+    a.acquire(hostile)
+    clock.set(EXPIRY + GRACE_MS + 1)
+    assert registry("b").takeover(hostile).status == "acquired"
+
+    a.renew(hostile)
+
+    [line] = event_lines(caplog, "claim-lost")
+    assert read_line(line) == [
+        ("event", "claim-lost"),
+        ("workflow", hostile),
+        ("epoch", "1"),
+        ("engine", "a"),
+    ]
+    assert "\u2028" not in caplog.text

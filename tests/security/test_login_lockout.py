@@ -12,6 +12,8 @@ from django.conf import settings
 from django.core.management import call_command
 from django.test import Client, override_settings
 
+from tests.log_reader import read_braced
+
 pytestmark = pytest.mark.django_db
 
 LOGINS = ["/login/", "/admin/login/"]
@@ -152,3 +154,30 @@ def test_a_forwarded_entry_that_is_no_address_counts_as_the_proxy(alice):
         sign_in("/login/", "wrong", address="10.0.0.1", HTTP_X_FORWARDED_FOR="unknown")
 
     assert sign_in("/login/", PASSWORD, address="10.0.0.1").status_code == 429
+
+
+HOSTILE_AGENT = 'curl/8", ip_address: "203.0.113.66", username: "root\n\x1b[2K\u2028forged'
+MASKED = "********************"
+
+
+def test_a_hostile_user_agent_cannot_forge_a_field_of_the_lockout_log(alice, caplog):
+    """The user agent is escaped in every line axes logs: the name and the address stay
+    the masked ones, and the agent reads back as itself."""
+    with caplog.at_level(logging.INFO, logger="axes"):
+        fail_until_locked("/login/", HTTP_USER_AGENT=HOSTILE_AGENT)
+
+    named = [r.getMessage() for r in caplog.records if r.name.startswith("axes")]
+    clients = [m[m.index("{") : m.rindex("}") + 1] for m in named if "{" in m]
+    assert any("New login failure" in m for m in named)
+    assert any("after repeated login failures" in m for m in named)
+    assert clients
+    for client in clients:
+        assert read_braced(client) == [
+            ("username", MASKED),
+            ("ip_address", MASKED),
+            ("user_agent", HOSTILE_AGENT),
+            ("path_info", "/login/"),
+        ]
+    logged = "".join(named)
+    assert "\n" not in logged
+    assert "\u2028" not in logged
