@@ -7,7 +7,7 @@ The run itself is claims.backfill.runner's. Both calls obey the read-only switch
 from __future__ import annotations
 
 import logging
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 
 from django.db import IntegrityError, transaction
 from django.utils import timezone
@@ -65,8 +65,10 @@ def backfill_schedule(
     elif timezone.is_naive(run_at):
         run_at = timezone.make_aware(run_at)
     # Before any comparison: a time past year 9999 in UTC could be stored on PostgreSQL
-    # and then never read back (InvalidInputError).
+    # and then never read back (InvalidInputError). Then in UTC, as stored: PostgreSQL
+    # refuses an offset beyond 15:59 that Python accepts (up to 23:59).
     datetime_ms(run_at, what="the backfill's run time")
+    run_at = run_at.astimezone(UTC)
     if run_at < now - PAST_SLACK:
         raise BackfillInThePastError(run_at.isoformat())
     requested_by = (requested_by or "")[:REQUESTED_BY_MAX_LENGTH]

@@ -10,10 +10,10 @@ from pydantic import AwareDatetime, field_validator
 
 from claims.models import BackfillJob, BackfillStatus
 
-from .common import fields_from
+from .common import BodyIn, fields_from
 
 
-class BackfillIn(Schema):
+class BackfillIn(BodyIn):
     run_at: AwareDatetime | None = None  # absent: as soon as a worker picks it up
 
     @field_validator("run_at", mode="before")

@@ -15,7 +15,15 @@ from claims.selectors.claim_order import CURSOR_MAX_LENGTH
 from claims.selectors.claims import ClaimScope
 from claims.selectors.ownership import ClaimSnapshot, ExpiryJudgement
 
-from .common import EngineId, Epoch, Reason, checked_identifier, fields_from, required_reason
+from .common import (
+    BodyIn,
+    EngineId,
+    Epoch,
+    Reason,
+    checked_identifier,
+    fields_from,
+    required_reason,
+)
 
 ClaimSortKey = Literal[
     "workflow_id", "-workflow_id", "expires_at", "-expires_at", "epoch", "-epoch",
@@ -113,14 +121,14 @@ class StaleEpochOut(Schema):
     current: ClaimStateOut
 
 
-class ReleaseIn(Schema):
+class ReleaseIn(BodyIn):
     expected_epoch: Epoch
     reason: Reason
 
     _reason = field_validator("reason")(required_reason)
 
 
-class TakeoverIn(Schema):
+class TakeoverIn(BodyIn):
     expected_epoch: Epoch
     target_engine_id: EngineId
     reason: Reason

@@ -10,7 +10,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Annotated, Any
 
 from ninja import Field, Schema
-from pydantic import StrictInt, ValidationInfo
+from pydantic import StrictInt, ValidationInfo, model_validator
 
 from claims.models import ENGINE_ID_MAX_LENGTH
 from claims.protocol.constants import MAX_SAFE_INTEGER
@@ -63,6 +63,19 @@ def checked_identifier(value: str | None, info: ValidationInfo) -> str | None:
     return check_identifier(value, what=str(info.field_name), max_length=len(value))
 
 
+class BodyIn(Schema):
+    """A request body: a JSON object. Ninja's schemas read fields off any object (their
+    ``from_attributes``), so without this a null body would pass as one whose fields are
+    all absent wherever every field is optional."""
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _an_object(cls, value: Any, handler: Any) -> Any:
+        if value is None:
+            raise ValueError("the request body must be a JSON object, not null")
+        return handler(value)
+
+
 class ErrorOut(Schema):
     detail: str
 
@@ -81,6 +94,7 @@ WRITE_ERRORS: dict[int, Any] = {
     403: ErrorOut,
     404: ErrorOut,
     409: ErrorOut,
+    413: ErrorOut,  # a body over DATA_UPLOAD_MAX_MEMORY_SIZE
     422: ValidationErrorOut,
     429: ErrorOut,
 }

@@ -14,7 +14,7 @@ from claims.selectors.engine_health import SILENT, SilentHolding
 from claims.selectors.engine_sessions import session_of
 from claims.services.claims import BULK_RELEASE_MAX, BulkReleaseOutcome
 
-from .common import Epoch, Reason, fields_from, required_reason
+from .common import BodyIn, Epoch, Reason, fields_from, required_reason
 
 
 class EngineSessionOut(Schema):
@@ -89,12 +89,12 @@ class EngineListOut(Schema):
     as_of: datetime | None
 
 
-class BulkReleaseClaimIn(Schema):
+class BulkReleaseClaimIn(BodyIn):
     workflow_id: str = Field(min_length=1, max_length=WORKFLOW_ID_MAX_LENGTH)
     expected_epoch: Epoch
 
 
-class BulkReleaseIn(Schema):
+class BulkReleaseIn(BodyIn):
     """Each claim with the epoch the operator saw; at most BULK_RELEASE_MAX in one call."""
 
     reason: Reason
@@ -128,7 +128,7 @@ class BulkReleaseOut(Schema):
     results: list[BulkReleaseResultOut]
 
 
-class DrainIn(Schema):
+class DrainIn(BodyIn):
     reason: Reason
 
     _reason = field_validator("reason")(required_reason)

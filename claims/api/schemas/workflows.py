@@ -24,7 +24,7 @@ from claims.selectors.workflow_list import (
 )
 
 from .claims import ClaimStateOut
-from .common import Reason, checked_identifier, fields_from, required_reason, utc
+from .common import BodyIn, Reason, checked_identifier, fields_from, required_reason, utc
 from .reclaim import RedriveOut
 
 
@@ -46,7 +46,7 @@ class WorkflowOut(_WorkflowFields):
         return cls(**fields_from(workflow, cls))
 
 
-class WorkflowStartIn(Schema):
+class WorkflowStartIn(BodyIn):
     workflow_type: str = Field(min_length=1, max_length=WORKFLOW_TYPE_MAX_LENGTH)
     input: Any = None
     workflow_id: str | None = Field(None, min_length=1, max_length=WORKFLOW_ID_MAX_LENGTH)
@@ -62,7 +62,7 @@ class WorkflowStartIn(Schema):
         return check_json_text(value, what="input")
 
 
-class WorkflowCancelIn(Schema):
+class WorkflowCancelIn(BodyIn):
     reason: Reason
     # The epoch the caller saw (0: no claim yet); when given, a moved claim answers 409.
     expected_epoch: int | None = Field(None, ge=0, le=MAX_SAFE_INTEGER)
@@ -70,7 +70,7 @@ class WorkflowCancelIn(Schema):
     _reason = field_validator("reason")(required_reason)
 
 
-class WorkflowSuspendIn(Schema):
+class WorkflowSuspendIn(BodyIn):
     """Suspend or resume: the epoch the caller saw (0: no claim yet) is required, so a
     claim that has moved answers 409."""
 
