@@ -14,6 +14,7 @@ import json
 import os
 import subprocess
 import time
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
@@ -160,7 +161,19 @@ def schemathesis(
         str(options.workdir / f"report-{name}"),
     ]
     print(f"\n=== schemathesis with the {name} token ({int(max_time_s)} s)", flush=True)
-    return subprocess.run(argv, cwd=REPO, check=False).returncode
+    env = {**os.environ, "WEFTBOARD_FUZZ_EXPLAINED": str(_explained_path(options, name))}
+    return subprocess.run(argv, cwd=REPO, env=env, check=False).returncode
+
+
+def _explained_path(options: FuzzOptions, name: str) -> Path:
+    return options.workdir / f"explained-{name}.txt"
+
+
+def explained_counts(options: FuzzOptions, name: str) -> Counter[str]:
+    """How often each rule explained a valid request's refusal (fuzz/hooks.py)."""
+    path = _explained_path(options, name)
+    lines = path.read_text(encoding="utf-8").splitlines() if path.exists() else []
+    return Counter(lines)
 
 
 def tracebacks(log: str) -> list[str]:
@@ -198,6 +211,8 @@ def run(options: FuzzOptions) -> int:
     print("\n=== report")
     for name, status in statuses.items():
         print(f"{name} token: {'passed' if status == 0 else f'FAILED (exit {status})'}")
+        for rule, count in explained_counts(options, name).most_common():
+            print(f"  {count:6} refusals of a schema-valid request explained by: {rule}")
     print(f"tracebacks in the server's log: {len(found)}")
     for text in found[:5]:
         print(text)
