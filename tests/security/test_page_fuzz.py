@@ -30,6 +30,7 @@ from claims.fleet_clock import fleet_clock
 from tests import factories
 
 from .page_fuzz import scene as fuzz_scene
+from .page_fuzz.crawl import crawl
 from .page_fuzz.page_requests import PageRequest, page_requests
 from .page_fuzz.reads import MIDDLEWARE, names_read
 from .page_fuzz.routes import ROUTES, Route
@@ -106,6 +107,25 @@ def page_routes() -> set[str]:
 def test_every_page_route_is_in_the_fuzz_table() -> None:
     assert page_routes() - {route.name for route in ROUTES} == set()
     assert {route.name for route in ROUTES} - page_routes() == set()
+
+
+def test_every_link_a_page_writes_is_answered(
+    clients: dict[str, Client], captured: Captured
+) -> None:
+    """Followed from every list as a browser would, over the same fleet: each link is
+    answered, and not with a refusal of what the page itself wrote (a 409 is an answer:
+    the workflow's state rules the action out)."""
+    fuzz_scene.seed()
+    answered: dict[str, int] = {}
+    for link, status, body in crawl(clients["operator"], {route.name for route in ROUTES}):
+        answered[f"{link.url} {link.headers()}"] = status
+        errors = captured.errors()
+        captured.records.clear()
+        assert status in (200, 409) and not errors, (
+            f"{link} answered {status}: {body[-1_500:]}\n"
+            + "\n".join(_described(record) for record in errors)
+        )
+    print(answered)
 
 
 def body_of(response: HttpResponseBase) -> bytes:

@@ -19,7 +19,7 @@ from claims.selectors.fleet_history import HISTORY_WINDOWS_MS
 from claims.selectors.workflow_list import TIME_FIELDS, WORKFLOW_SORTS
 from claims.views.action_kinds import ACTIONS
 
-from .scene import Scene
+from .scene import IMPORTED, IMPORTED_TYPE, Scene
 from .values import Value, edited_claims_cursor, edited_time_cursor
 
 Valid = Callable[[Scene], st.SearchStrategy[Value]]
@@ -45,7 +45,7 @@ def _workflow_prefix(scene: Scene) -> st.SearchStrategy[Value]:
     ids = st.sampled_from(scene.workflow_ids)
     return st.one_of(
         st.tuples(ids, st.integers(0, 12)).map(lambda pair: pair[0][: pair[1]]),
-        st.sampled_from(["order-", "payment-000", "status-", "0004", "-", "%", "_"]),
+        st.sampled_from(["order-", "payment-000", "status-", IMPORTED, "0004", "-", "%", "_"]),
     )
 
 
@@ -116,7 +116,10 @@ ROUTES: tuple[Route, ...] = (
     Route(
         "claims:workflows",
         params=(
-            Param("type", lambda _: st.sampled_from([*registered_types(), "nope"])),
+            Param(
+                "type",
+                lambda _: st.sampled_from([*registered_types(), IMPORTED_TYPE, "nope"]),
+            ),
             Param("status", one_of(*WorkflowStatus.values)),
             Param("time", one_of(*TIME_FIELDS)),
             SINCE,

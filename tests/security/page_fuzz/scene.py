@@ -15,7 +15,6 @@ import re
 from dataclasses import dataclass
 from urllib.parse import parse_qs, urlsplit
 
-from django.db.models import Max
 from django.test import Client
 
 from claims.conf import claim_timing
@@ -29,6 +28,8 @@ from claims.models import (
     WorkflowClaim,
     WorkflowStatus,
 )
+from claims.protocol.constants import MAX_SAFE_INTEGER
+from claims.protocol.times import MAX_TIME_MS, MIN_TIME_MS
 from claims.selectors.claim_order import SORT_KEYS
 from claims.selectors.workflow_list import WORKFLOW_SORTS
 from claims.services.engines import fleet_snapshot_take
@@ -82,6 +83,7 @@ def seed() -> None:
     _engines(now, timing.ttl_ms)
     _workflows(now)
     _queues(now)
+    _imported(now)
     # The charts' history: a snapshot a minute for the last few minutes, as beat takes them.
     for minutes_ago in (5, 4, 3, 2, 1, 0):
         fleet_snapshot_take(now_ms=now - minutes_ago * MINUTE_MS, timing=timing)
@@ -180,6 +182,84 @@ def _queues(now: int) -> None:
     )
 
 
+# Rows another program wrote (a bulk import, an older version): times before 1970, at the
+# edges of years 1 and 9999 and past them, up to what a 64-bit column holds, and epochs as
+# large. Enough of them for more than a page, so pages end on such rows and the cursors
+# the pages write carry these values.
+IMPORTED = "import-"
+IMPORTED_TYPE = "imported"
+COLUMN_MAX = 2**63 - 1
+EDGES = (
+    COLUMN_MAX,
+    2**62,
+    2**53,
+    2**53 - 1,
+    MAX_TIME_MS + 1,
+    MAX_TIME_MS,
+    0,
+    -1,
+    MIN_TIME_MS,
+    MIN_TIME_MS - 1,
+    -(2**53) + 1,
+    -(2**62),
+    -COLUMN_MAX - 1,
+)
+
+
+def _imported(now: int) -> None:
+    from claims.models import Engine, PendingRedrive
+
+    browser_scene.make_engine("e-far", skew_ms=2**62)
+    Engine.objects.filter(engine_id="e-far").update(
+        heartbeat_at_ms=2**62, started_at_ms=-(2**62), clock_error_ms=-(2**62), held_count=2**31 - 1
+    )
+    factories.make_session("e-far", epoch=MAX_SAFE_INTEGER, expires_at_ms=2**62, at_ms=2**62)
+    # Every row on an edge, so every page of them ends on one. Epochs are the protocol's
+    # own numbers, which never pass 2^53 - 1 (a form could not send one back).
+    values = [EDGES[n % len(EDGES)] for n in range(130)]
+    epochs = [min(max(value, 1), MAX_SAFE_INTEGER) for value in values]
+    rows = []
+    for n, value in enumerate(values):
+        workflow_id = f"{IMPORTED}{n:05d}"
+        rows.append(
+            Workflow(
+                workflow_id=workflow_id,
+                workflow_type=IMPORTED_TYPE,
+                status=WorkflowStatus.RUNNING,
+                state={"input": {}, "steps": {}},
+                created_at_ms=value,
+                updated_at_ms=values[-n - 1],
+            )
+        )
+        WorkflowClaim.objects.create(
+            workflow_id=workflow_id,
+            epoch=epochs[n],
+            holder_engine_id="e-far" if n % 2 else browser_scene.HOLDER,
+            holder_epoch=epochs[n],
+            holder_expires_at_ms=value,
+            holder_claimed_at_ms=values[-n - 1],
+        )
+        ClaimEvent.objects.create(
+            workflow_id=workflow_id,
+            kind="takeover",
+            epoch_before=1,
+            epoch_after=epochs[n],
+            engine_id="e-far",
+            at_ms=value,
+        )
+    Workflow.objects.bulk_create(rows)
+    for workflow in rows:
+        workflow_index(workflow)
+    PendingRedrive.objects.create(
+        engine_id="e-far",
+        workflow_id=f"{IMPORTED}00000",
+        epoch=MAX_SAFE_INTEGER,
+        attempts=2**31 - 1,
+        first_failed_at_ms=-(2**62),
+        last_failed_at_ms=2**62,
+    )
+
+
 def collect(client: Client) -> Scene:
     """What the seeded fleet holds, and the cursors its pages write (read from the pages
     as a browser would follow them)."""
@@ -187,7 +267,7 @@ def collect(client: Client) -> Scene:
 
     workflow_ids = tuple(Workflow.objects.values_list("workflow_id", flat=True))
     claim_ids = set(WorkflowClaim.objects.values_list("workflow_id", flat=True))
-    epochs = WorkflowClaim.objects.aggregate(top=Max("epoch"))["top"] or 1
+    epochs = set(WorkflowClaim.objects.values_list("epoch", flat=True).distinct())
     return Scene(
         workflow_ids=workflow_ids,
         claim_only_ids=tuple(sorted(claim_ids - set(workflow_ids))),
@@ -195,13 +275,17 @@ def collect(client: Client) -> Scene:
         actors=tuple(
             ClaimEvent.objects.exclude(actor=None).values_list("actor", flat=True).distinct()
         ),
-        epochs=tuple(range(epochs + 2)),
+        # Each epoch a claim stands at, the one before (a stale form) and after.
+        epochs=tuple(sorted({e + step for e in epochs for step in (-1, 0, 1)})),
         claim_cursors={
             sort: _cursors(client, "/claims/", {"state": "all", "sort": sort})
+            + _cursors(client, "/claims/", {"state": "all", "sort": sort, "prefix": IMPORTED})
             for sort in SORT_KEYS
         },
         workflow_cursors={
-            sort: _cursors(client, "/workflows/", {"sort": sort}) for sort in WORKFLOW_SORTS
+            sort: _cursors(client, "/workflows/", {"sort": sort})
+            + _cursors(client, "/workflows/", {"sort": sort, "type": IMPORTED_TYPE})
+            for sort in WORKFLOW_SORTS
         },
         audit_cursors=_cursors(client, "/audit/", {}),
     )
@@ -215,7 +299,12 @@ def _cursors(client: Client, path: str, params: dict[str, str], pages: int = 3) 
     found: list[str] = []
     for _ in range(pages):
         response = client.get(path, {**params, **({"cursor": found[-1]} if found else {})})
-        assert response.status_code == 200, (path, params, response.status_code)
+        # A page takes back every cursor it writes.
+        assert response.status_code == 200, (
+            f"{path} with {params} and the cursor its previous page wrote "
+            f"({found[-1] if found else None!r}) answered {response.status_code}: "
+            f"{response.content.decode()[-2_000:]}"
+        )
         links = _HREF.findall(response.content.decode())
         cursors = [
             parse_qs(urlsplit(html.unescape(link)).query).get("cursor", [""])[0] for link in links
