@@ -170,9 +170,7 @@ def test_the_workflows_page_takes_back_the_cursor_it_wrote_whatever_the_row_hold
 
 @pytest.mark.parametrize("sort", ["expires_at", "-expires_at", "claimed_at", "-claimed_at"])
 @pytest.mark.parametrize("at_ms", [2**53, *STORED_TIMES])
-def test_the_claims_page_takes_back_the_cursor_it_wrote_whatever_the_row_holds(
-    root, sort, at_ms
-):
+def test_the_claims_page_takes_back_the_cursor_it_wrote_whatever_the_row_holds(root, sort, at_ms):
     for n in range(51):
         factories.make_claim(f"wf-{n:02d}")
     WorkflowClaim.objects.update(holder_expires_at_ms=at_ms, holder_claimed_at_ms=at_ms)

@@ -26,11 +26,13 @@ class PageRequest:
     url: str
     headers: tuple[tuple[str, str], ...]
     who: str
+    cookies: str = ""  # sent after the client's own, so a name here replaces its value
 
     def __repr__(self) -> str:
         """What a failure names: the URL cut short when it is long."""
         url = self.url if len(self.url) <= 600 else f"{self.url[:600]}... ({len(self.url)} chars)"
-        return f"GET {url!r} headers={dict(self.headers)!r} as {self.who}"
+        cookies = f" cookies={self.cookies[:300]!r}" if self.cookies else ""
+        return f"GET {url!r} headers={dict(self.headers)!r} as {self.who}{cookies}"
 
 
 def page_requests(route: Route, scene: Scene) -> st.SearchStrategy[PageRequest]:
@@ -40,11 +42,13 @@ def page_requests(route: Route, scene: Scene) -> st.SearchStrategy[PageRequest]:
         _query(route, scene),
         _headers(route),
         st.sampled_from(WHO),
+        st.one_of(st.just(""), st.just(""), _cookies()),
     )
 
 
-def _request(path: str, query: str, headers: dict[str, str], who: str) -> PageRequest:
-    return PageRequest(path + (f"?{query}" if query else ""), tuple(headers.items()), who)
+def _request(path: str, query: str, headers: dict[str, str], who: str, cookies: str) -> PageRequest:
+    url = path + (f"?{query}" if query else "")
+    return PageRequest(url, tuple(headers.items()), who, cookies)
 
 
 def _path(route: Route, scene: Scene) -> st.SearchStrategy[str]:
@@ -127,3 +131,33 @@ def _headers(route: Route) -> st.SearchStrategy[dict[str, str]]:
             }
         ),
     )
+
+
+# Cookie values a client can write: a quoted value's backslash escapes are decoded by the
+# cookie parser, so "\\000" becomes a NUL.
+_COOKIE_VALUES = st.one_of(
+    st.sampled_from(
+        [
+            '"aaaaaaaa\\000bb"',
+            '"\\000\\000\\000\\000\\000\\000\\000\\000"',
+            '"\\377\\376aaaaaaaa"',
+            '"aaaaaaaa\\"b"',
+            '"unterminated',
+            "%00aaaaaaaa",
+            "aaaaaaaa%ED%A0%80",
+            "a" * 5_000,
+            "é" * 40,
+            "x",
+            "",
+        ]
+    ),
+    st.text(
+        st.characters(min_codepoint=0x20, max_codepoint=0xFF, exclude_characters=";"), max_size=60
+    ),
+)
+_COOKIE_NAMES = st.sampled_from(["sessionid", "csrftoken", "messages", "django_language", "x"])
+
+
+def _cookies() -> st.SearchStrategy[str]:
+    pair = st.tuples(_COOKIE_NAMES, _COOKIE_VALUES).map(lambda kv: f"{kv[0]}={kv[1]}")
+    return st.lists(pair, min_size=1, max_size=3).map("; ".join)

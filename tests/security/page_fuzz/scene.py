@@ -54,7 +54,7 @@ HOSTILE_WORKFLOW_IDS = (
     "ünï/cødé-١٢٣",
     "'; select 1; --",
 )
-HOSTILE_ENGINE_IDS = ("e/../x", "~.", "é-engine ١")
+HOSTILE_ENGINE_IDS = ("e/../x", "~.", "é-engine \u0661")
 DRAINING, SILENT, DISPOSING, STOPPED, SESSION = (
     "e-draining",
     "e-silent",

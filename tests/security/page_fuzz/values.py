@@ -4,6 +4,9 @@ A value is text (percent-encoded as UTF-8 on the way out, lone surrogates as the
 %ED%A0%80 a browser or a script could send) or raw (written into the URL as it is:
 invalid percent-escapes, encoded dot segments, bytes that are no UTF-8)."""
 
+# Characters that look like others (Arabic-Indic and fullwidth digits) are the point here.
+# ruff: noqa: RUF001
+
 from __future__ import annotations
 
 import base64
