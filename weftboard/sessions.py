@@ -16,12 +16,17 @@ from django.contrib.sessions.backends import db
 SESSION_KEY_MAX_LENGTH = 40
 
 
+def is_session_key(key: str | None) -> bool:
+    """Whether Django could have written ``key``: ASCII letters and digits, 8 to 40 of
+    them (Django writes 32; the table's column holds 40)."""
+    return (
+        key is not None
+        and 8 <= len(key) <= SESSION_KEY_MAX_LENGTH
+        and key.isascii()
+        and key.isalnum()
+    )
+
+
 class SessionStore(db.SessionStore):
-    def _validate_session_key(self, key: str | None) -> bool:
-        return bool(
-            super()._validate_session_key(key)
-            and key is not None
-            and len(key) <= SESSION_KEY_MAX_LENGTH
-            and key.isascii()
-            and key.isalnum()
-        )
+    def __init__(self, session_key: str | None = None) -> None:
+        super().__init__(session_key if is_session_key(session_key) else None)

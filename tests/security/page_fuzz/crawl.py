@@ -9,8 +9,10 @@ from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
 from html.parser import HTMLParser
+from typing import Any
 from urllib.parse import urlsplit
 
+from django.http import HttpResponse, HttpResponseBase, StreamingHttpResponse
 from django.test import Client
 from django.urls import Resolver404, resolve
 
@@ -35,7 +37,7 @@ class Link:
     url: str
     target: str | None  # the hx-target of an hx-get: the request is an HTMX one
 
-    def headers(self) -> dict[str, str]:
+    def headers(self) -> dict[str, Any]:
         if self.target is None:
             return {}
         return {"HTTP_HX_REQUEST": "true", "HTTP_HX_TARGET": self.target.lstrip("#")}
@@ -72,6 +74,14 @@ def page_route(url: str) -> str | None:
     return match.view_name
 
 
+def body_of(response: HttpResponseBase) -> bytes:
+    """The whole body: a streamed one (the audit CSV) fails while it is read, if at all."""
+    if isinstance(response, StreamingHttpResponse):
+        return b"".join(response.streaming_content)  # type: ignore[arg-type]
+    assert isinstance(response, HttpResponse)
+    return response.content
+
+
 def crawl(
     client: Client, routes: set[str], *, per_route: int = 12, fan_out: int = 8
 ) -> Iterator[tuple[Link, int, str]]:
@@ -90,7 +100,7 @@ def crawl(
         seen.add(link)
         followed[name] += 1
         response = client.get(link.url, **link.headers())
-        body = b"".join(response.streaming_content) if response.streaming else response.content
+        body = body_of(response)
         text = body.decode(errors="replace")
         yield link, response.status_code, text
         found = links_of(text) if "html" in response.get("Content-Type", "") else []

@@ -55,5 +55,5 @@ class RecordReads:
         for key, values in original.lists():
             recording.setlist(key, values)
         recording._mutable = False
-        request.GET = recording
+        request.GET = recording  # type: ignore[assignment]  # the stubs' immutable type
         return self.get_response(request)

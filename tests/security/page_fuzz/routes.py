@@ -88,7 +88,7 @@ class Route:
 
     @property
     def budget(self) -> int:
-        return self.examples or 12 + 10 * len(self.params) + (12 if self.path_id else 0)
+        return self.examples or 30 + 25 * len(self.params) + (30 if self.path_id else 0)
 
 
 HISTORY = Param("history", one_of(*HISTORY_WINDOWS_MS))
@@ -167,10 +167,10 @@ ROUTES: tuple[Route, ...] = (
             f"claims:{action}",
             path_id=_workflow_ids,
             params=(Param("epoch", lambda scene: st.sampled_from(scene.epochs).map(str)),),
-            examples=30,
+            examples=60,
         )
         for action in ACTIONS
     ),
-    Route("healthz", examples=8),
-    Route("metrics", examples=8),
+    Route("healthz", examples=10),
+    Route("metrics", examples=10),
 )

@@ -273,7 +273,9 @@ def collect(client: Client) -> Scene:
         claim_only_ids=tuple(sorted(claim_ids - set(workflow_ids))),
         engine_ids=tuple(Engine.objects.values_list("engine_id", flat=True)),
         actors=tuple(
-            ClaimEvent.objects.exclude(actor=None).values_list("actor", flat=True).distinct()
+            actor
+            for actor in ClaimEvent.objects.values_list("actor", flat=True).distinct()
+            if actor
         ),
         # Each epoch a claim stands at, the one before (a stale form) and after.
         epochs=tuple(sorted({e + step for e in epochs for step in (-1, 0, 1)})),
