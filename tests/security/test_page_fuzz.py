@@ -25,7 +25,7 @@ from typing import Any
 import hypothesis
 import pytest
 from django.db import transaction
-from django.test import Client
+from django.test import Client, override_settings
 from django.urls import URLPattern, URLResolver, get_resolver
 from hypothesis import HealthCheck, given
 
@@ -136,7 +136,8 @@ def check(
         captured.records.clear()
         # A savepoint per request: a failed statement cannot spoil the next one on
         # PostgreSQL, and whatever a request wrote is undone.
-        with transaction.atomic():
+        read_only = "maintenance window" if request.read_only else ""
+        with transaction.atomic(), override_settings(WEFTBOARD_READ_ONLY=read_only):
             client = clients[request.who]
             environ: dict[str, Any] = dict(request.headers)
             if request.cookies:
@@ -164,6 +165,14 @@ def _described(record: logging.LogRecord) -> str:
     if record.exc_info and record.exc_info[1] is not None:
         text += "\n" + "".join(traceback.format_exception(record.exc_info[1]))
     return text
+
+
+def _failure_text(error: BaseException) -> str:
+    """Each failure's message (Hypothesis groups distinct ones); its notes name the
+    generated values, which the message already shows."""
+    if isinstance(error, BaseExceptionGroup):
+        return "\n".join(_failure_text(inner) for inner in error.exceptions)
+    return str(error)[:4_000]
 
 
 def fuzz(route: Route, scene: fuzz_scene.Scene, one: Callable[[PageRequest], None]) -> None:
@@ -197,9 +206,8 @@ def test_every_page_answers_hostile_input_without_a_server_error(
         try:
             fuzz(route, scene, one)
         except Exception as error:
-            # Every route is fuzzed, so one run lists every failure; Hypothesis's notes
-            # name the generated values, which the message already shows.
-            failures[route.name] = str(error)
+            # Every route is fuzzed, so one run lists every failure.
+            failures[route.name] = _failure_text(error)
     assert not failures, "\n\n".join(f"{name}: {text}" for name, text in failures.items())
     # The table names every parameter each view read.
     table = {route.name: {param.name for param in route.params} for route in ROUTES}

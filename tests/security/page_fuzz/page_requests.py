@@ -27,12 +27,14 @@ class PageRequest:
     headers: tuple[tuple[str, str], ...]
     who: str
     cookies: str = ""  # sent after the client's own, so a name here replaces its value
+    read_only: bool = False  # with every operator write switched off (WEFTBOARD_READ_ONLY)
 
     def __repr__(self) -> str:
         """What a failure names: the URL cut short when it is long."""
         url = self.url if len(self.url) <= 600 else f"{self.url[:600]}... ({len(self.url)} chars)"
         cookies = f" cookies={self.cookies[:300]!r}" if self.cookies else ""
-        return f"GET {url!r} headers={dict(self.headers)!r} as {self.who}{cookies}"
+        mode = " in read-only mode" if self.read_only else ""
+        return f"GET {url!r} headers={dict(self.headers)!r} as {self.who}{cookies}{mode}"
 
 
 def page_requests(route: Route, scene: Scene) -> st.SearchStrategy[PageRequest]:

@@ -19,7 +19,8 @@ from claims.selectors.fleet_history import HISTORY_WINDOWS_MS
 from claims.selectors.workflow_list import TIME_FIELDS, WORKFLOW_SORTS
 from claims.views.action_kinds import ACTIONS
 
-from .scene import IMPORTED, IMPORTED_TYPE, Scene
+from .imported import IMPORTED, IMPORTED_TYPE
+from .scene import Scene
 from .values import Value, edited_claims_cursor, edited_time_cursor
 
 Valid = Callable[[Scene], st.SearchStrategy[Value]]

@@ -2,14 +2,15 @@
 (crashed demo engines, live ones with live, in-grace and expired claims, counters,
 re-drives, a reclaim cursor, backfills, an audit trail) and what it lacks: engines in
 every status (draining, silent, dead, disposing, stopped, in a session), workflows in
-every status, rows written by another program with ids no interface accepts any more,
-times no date can show, and the charts' history.
+every status, rows written by another program with ids no interface accepts any more and
+times no date can show (imported.py), and the charts' history.
 
 The values the fuzz draws as "valid" come from here, so it reaches the pages' deep
 paths: ids that exist, and the cursors the pages themselves wrote."""
 
 from __future__ import annotations
 
+import datetime as dt
 import html
 import re
 from dataclasses import dataclass
@@ -22,20 +23,21 @@ from claims.models import (
     BackfillJob,
     BackfillStatus,
     ClaimEvent,
+    Engine,
     EngineEvent,
     EngineStatus,
     Workflow,
     WorkflowClaim,
     WorkflowStatus,
 )
-from claims.protocol.constants import MAX_SAFE_INTEGER
-from claims.protocol.times import MAX_TIME_MS, MIN_TIME_MS
 from claims.selectors.claim_order import SORT_KEYS
 from claims.selectors.workflow_list import WORKFLOW_SORTS
 from claims.services.engines import fleet_snapshot_take
 from claims.services.workflows import workflow_index
 from tests import factories
 from tests.browser import scene as browser_scene
+
+from .imported import IMPORTED, IMPORTED_TYPE, imported_rows
 
 MINUTE_MS = 60_000
 
@@ -83,7 +85,7 @@ def seed() -> None:
     _engines(now, timing.ttl_ms)
     _workflows(now)
     _queues(now)
-    _imported(now)
+    imported_rows()
     # The charts' history: a snapshot a minute for the last few minutes, as beat takes them.
     for minutes_ago in (5, 4, 3, 2, 1, 0):
         fleet_snapshot_take(now_ms=now - minutes_ago * MINUTE_MS, timing=timing)
@@ -92,8 +94,6 @@ def seed() -> None:
 def _engines(now: int, ttl_ms: int) -> None:
     make = browser_scene.make_engine
     make(DRAINING, summary=browser_scene.pass_summary(7))
-    from claims.models import Engine
-
     Engine.objects.filter(engine_id=DRAINING).update(drain_requested_at_ms=now - 30_000)
     make(SILENT, heartbeat_ago_ms=10 * ttl_ms)
     make(DISPOSING, status=EngineStatus.DISPOSING)
@@ -162,8 +162,6 @@ def _workflows(now: int) -> None:
 
 
 def _queues(now: int) -> None:
-    import datetime as dt
-
     at = dt.datetime.fromtimestamp(now / 1000, tz=dt.UTC)
     BackfillJob.objects.create(
         status=BackfillStatus.RUNNING,
@@ -182,89 +180,9 @@ def _queues(now: int) -> None:
     )
 
 
-# Rows another program wrote (a bulk import, an older version): times before 1970, at the
-# edges of years 1 and 9999 and past them, up to what a 64-bit column holds, and epochs as
-# large. Enough of them for more than a page, so pages end on such rows and the cursors
-# the pages write carry these values.
-IMPORTED = "import-"
-IMPORTED_TYPE = "imported"
-COLUMN_MAX = 2**63 - 1
-EDGES = (
-    COLUMN_MAX,
-    2**62,
-    2**53,
-    2**53 - 1,
-    MAX_TIME_MS + 1,
-    MAX_TIME_MS,
-    0,
-    -1,
-    MIN_TIME_MS,
-    MIN_TIME_MS - 1,
-    -(2**53) + 1,
-    -(2**62),
-    -COLUMN_MAX - 1,
-)
-
-
-def _imported(now: int) -> None:
-    from claims.models import Engine, PendingRedrive
-
-    browser_scene.make_engine("e-far", skew_ms=2**62)
-    Engine.objects.filter(engine_id="e-far").update(
-        heartbeat_at_ms=2**62, started_at_ms=-(2**62), clock_error_ms=-(2**62), held_count=2**31 - 1
-    )
-    factories.make_session("e-far", epoch=MAX_SAFE_INTEGER, expires_at_ms=2**62, at_ms=2**62)
-    # Every row on an edge, so every page of them ends on one. Epochs are the protocol's
-    # own numbers, which never pass 2^53 - 1 (a form could not send one back).
-    values = [EDGES[n % len(EDGES)] for n in range(130)]
-    epochs = [min(max(value, 1), MAX_SAFE_INTEGER) for value in values]
-    rows = []
-    for n, value in enumerate(values):
-        workflow_id = f"{IMPORTED}{n:05d}"
-        rows.append(
-            Workflow(
-                workflow_id=workflow_id,
-                workflow_type=IMPORTED_TYPE,
-                status=WorkflowStatus.RUNNING,
-                state={"input": {}, "steps": {}},
-                created_at_ms=value,
-                updated_at_ms=values[-n - 1],
-            )
-        )
-        WorkflowClaim.objects.create(
-            workflow_id=workflow_id,
-            epoch=epochs[n],
-            holder_engine_id="e-far" if n % 2 else browser_scene.HOLDER,
-            holder_epoch=epochs[n],
-            holder_expires_at_ms=value,
-            holder_claimed_at_ms=values[-n - 1],
-        )
-        ClaimEvent.objects.create(
-            workflow_id=workflow_id,
-            kind="takeover",
-            epoch_before=1,
-            epoch_after=epochs[n],
-            engine_id="e-far",
-            at_ms=value,
-        )
-    Workflow.objects.bulk_create(rows)
-    for workflow in rows:
-        workflow_index(workflow)
-    PendingRedrive.objects.create(
-        engine_id="e-far",
-        workflow_id=f"{IMPORTED}00000",
-        epoch=MAX_SAFE_INTEGER,
-        attempts=2**31 - 1,
-        first_failed_at_ms=-(2**62),
-        last_failed_at_ms=2**62,
-    )
-
-
 def collect(client: Client) -> Scene:
     """What the seeded fleet holds, and the cursors its pages write (read from the pages
     as a browser would follow them)."""
-    from claims.models import Engine
-
     workflow_ids = tuple(Workflow.objects.values_list("workflow_id", flat=True))
     claim_ids = set(WorkflowClaim.objects.values_list("workflow_id", flat=True))
     epochs = set(WorkflowClaim.objects.values_list("epoch", flat=True).distinct())
