@@ -247,6 +247,8 @@ X_FRAME_OPTIONS = "DENY"
 # An operator's session ends after a working day idle, not Django's two weeks.
 SESSION_COOKIE_AGE = 12 * 60 * 60
 SESSION_SAVE_EVERY_REQUEST = False
+# The database sessions, refusing a cookie no session key could be (weftboard/sessions.py).
+SESSION_ENGINE = "weftboard.sessions"
 
 # Scripts only from our own static files: no inline script, no eval (htmx runs with
 # allowEval off). Style attributes stay allowed for the bars' computed widths; style

@@ -13,6 +13,12 @@ TAKEOVER_MAX_ATTEMPTS: Final = 5
 AUTHORITATIVE_SCAN_LIMIT: Final = 500
 # Timestamps must stay exact in a JavaScript number (weft shares the rows).
 MAX_SAFE_INTEGER: Final = 2**53 - 1
+# What a BIGINT column holds on both databases. A keyset cursor carries the value of the
+# row a page ended on, so it is taken back anywhere in this range, even where the row
+# itself is outside the rules (a time past year 9999 another program wrote); past it a
+# number is an error in the database, not a position, so an edited cursor is refused.
+COLUMN_INT_MIN: Final = -(2**63)
+COLUMN_INT_MAX: Final = 2**63 - 1
 
 Outcome = Literal["acquired", "takeover", "lost_race", "deposed", "backoff_skipped"]
 OUTCOMES: Final[tuple[Outcome, ...]] = (

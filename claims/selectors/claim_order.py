@@ -21,7 +21,7 @@ from typing import Literal, cast
 
 from django.db.models import Q
 
-from claims.protocol.constants import MAX_SAFE_INTEGER
+from claims.protocol.constants import COLUMN_INT_MAX, COLUMN_INT_MIN
 from claims.protocol.errors import InvalidInputError
 from claims.protocol.ids import WORKFLOW_ID_MAX_LENGTH
 from claims.protocol.states import CLAIM_STATES
@@ -122,7 +122,8 @@ def _tagged(text: str) -> list[object] | None:
 def _value_fits(sort: ClaimSort, value: object) -> bool:
     """Whether ``value`` can stand in the sort's column: an edited cursor must be refused
     here, as bad input, rather than reach the database (a NUL, a lone surrogate or an
-    integer past 64 bits is an error there, not an empty page)."""
+    integer past 64 bits is an error there, not an empty page). Any number a row holds
+    fits, so a page takes back every cursor it wrote."""
     if value is None:
         return sort.nullable
     if sort.field in ("holder", "workflow_id"):
@@ -130,7 +131,7 @@ def _value_fits(sort: ClaimSort, value: object) -> bool:
     return (
         isinstance(value, int)
         and not isinstance(value, bool)
-        and -MAX_SAFE_INTEGER <= value <= MAX_SAFE_INTEGER
+        and COLUMN_INT_MIN <= value <= COLUMN_INT_MAX
     )
 
 

@@ -7,6 +7,7 @@ Sorts: ``updated`` and ``created`` newest first, ``id`` in id order; each walks 
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Literal
 
@@ -14,9 +15,9 @@ from django.db import connections
 from django.db.models import Count, Q, QuerySet
 
 from claims.models import WORKFLOW_ID_MAX_LENGTH, Workflow, WorkflowStatus
+from claims.protocol.constants import COLUMN_INT_MAX, COLUMN_INT_MIN
 from claims.protocol.errors import InvalidInputError, InvalidWorkflowIdError
 from claims.protocol.ids import check_workflow_id
-from claims.protocol.times import check_time_ms
 from claims.protocol.timing import ClaimTiming
 
 from .overview import snapshot_workflow_counts
@@ -44,6 +45,10 @@ _ROW_COLUMNS = (
     "failure__message",
     "failure__step",
 )
+
+
+# The time of a cursor: ASCII digits, negative before 1970; 20 digits hold any 64-bit number.
+_WHOLE_NUMBER = re.compile(r"-?[0-9]{1,20}")
 
 
 class BadCursorError(InvalidInputError):
@@ -111,15 +116,21 @@ def _after(sort: WorkflowSort, cursor: str) -> Q:
         except InvalidWorkflowIdError as error:
             raise BadCursorError(f"the cursor is damaged ({error})") from error
     at, sep, workflow_id = cursor.partition(":")
-    if not sep or not at.isascii() or not at.isdigit() or not workflow_id:
+    if not sep or not _WHOLE_NUMBER.fullmatch(at) or not workflow_id:
         raise BadCursorError(
             f"a cursor of sort {sort!r} is <ms>:<workflow id>; got {cursor[:40]!r}"
         )
-    # An edited cursor answers like any other bad input, never as a database overflow.
+    # An edited cursor answers like any other bad input, never as a database overflow;
+    # the time of any stored row fits, inside the time rule or not (a row another
+    # program wrote), so the page takes back every cursor it wrote.
+    at_ms = int(at)
+    if not COLUMN_INT_MIN <= at_ms <= COLUMN_INT_MAX:
+        raise BadCursorError(
+            "the cursor is damaged (its time is out of range); start from the first page"
+        )
     try:
-        at_ms = check_time_ms(int(at), what="the cursor's time")
         check_workflow_id(workflow_id)
-    except (InvalidInputError, InvalidWorkflowIdError) as error:
+    except InvalidWorkflowIdError as error:
         raise BadCursorError(
             f"the cursor is damaged ({error}); start from the first page"
         ) from error

@@ -11,6 +11,7 @@ from django.conf import settings
 from django.contrib.auth.views import redirect_to_login
 from django.http import HttpResponse, HttpResponseBase, HttpResponseRedirect
 from django.shortcuts import render
+from django.urls import reverse
 from django_htmx.http import HttpResponseClientRedirect
 
 from claims.protocol.errors import ClaimError
@@ -28,16 +29,39 @@ def operator_page(view: View) -> View:
     @wraps(view)
     def wrapper(request: HtmxHttpRequest, *args: Any, **kwargs: Any) -> HttpResponseBase:
         if not request.user.is_authenticated:
+            page = back_after_login(request)
             if request.htmx:
-                page = request.htmx.current_url_abs_path or request.get_full_path()
                 return HttpResponseClientRedirect(f"{settings.LOGIN_URL}?next={quote(page)}")
-            return redirect_to_login(request.get_full_path())
+            return redirect_to_login(page)
         try:
             return view(request, *args, **kwargs)
         except (BadInput, ClaimError) as error:
             return error_response(request, error)
 
     return wrapper  # type: ignore[return-value]
+
+
+# The longest ``next`` a sign-in carries back, escaped: far under what a redirect may hold
+# (Django refuses one past 16,384 characters) and what browsers and proxies take.
+NEXT_MAX_LENGTH = 2_000
+
+
+def back_after_login(request: HtmxHttpRequest) -> str:
+    """The page to return to after signing in: for an HTMX request the page it came from
+    (its HX-Current-URL, when that names this site), else the URL asked for. When that is
+    too long for a redirect, its path alone, or else the overview."""
+    page = None
+    if request.htmx:
+        try:
+            page = request.htmx.current_url_abs_path
+        except ValueError:  # a header no URL parser reads, such as "http://["
+            page = None
+    page = page or request.get_full_path()
+    path = page.partition("?")[0]
+    for candidate in (page, path):
+        if len(quote(candidate)) <= NEXT_MAX_LENGTH:
+            return candidate
+    return reverse("claims:overview")
 
 
 def see_other(url: str) -> HttpResponseRedirect:

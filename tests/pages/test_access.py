@@ -104,6 +104,30 @@ def test_anonymous_htmx_poll_redirects_the_whole_window(client):
     assert response["HX-Redirect"] == "/login/?next=/claims/"
 
 
+def test_an_htmx_poll_with_an_unreadable_current_url_still_redirects(client):
+    """HX-Current-URL is the client's word: one no URL parser reads is not a server error."""
+    response = client.get("/claims/", **htmx(), HTTP_HX_CURRENT_URL="http://[")
+
+    assert response.status_code == 200
+    assert response["HX-Redirect"] == "/login/?next=/claims/"
+
+
+@pytest.mark.parametrize(
+    ("url", "back_to"),
+    [
+        ("/claims/?q=" + "a" * 20_000, "/claims/"),  # the query is dropped
+        ("/workflows/" + "a" * 20_000 + "/", "/"),  # the path too: the overview
+    ],
+)
+def test_a_url_too_long_to_come_back_to_is_cut_short(client, url, back_to):
+    """Django refuses a redirect past 16,384 characters (a 400, logged as an error with
+    its traceback); the sign-in comes back to what fits."""
+    response = client.get(url)
+
+    assert response.status_code == 302
+    assert response["Location"] == f"/login/?next={back_to}"
+
+
 def test_viewer_without_permissions_reads_every_page(viewer_client):
     """Reading needs only a login; the permissions guard the actions."""
     for url, _ in PAGES:

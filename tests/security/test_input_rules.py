@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from django.test import Client
 
-from claims.models import BackfillJob, Workflow, WorkflowStatus
+from claims.models import BackfillJob, Workflow, WorkflowClaim, WorkflowStatus
 from claims.protocol.text import JSON_MAX_DEPTH
 from claims.protocol.times import MAX_TIME_MS, MIN_TIME_MS
 from tests import factories
@@ -140,6 +140,48 @@ def test_a_workflows_cursor_outside_the_rules_is_refused(root, cursor):
     assert root.get("/workflows/", {"cursor": cursor}).status_code == 400
 
 
+# Times another program wrote (or a garbled row holds): before 1970, past the time rule,
+# and the ends of a 64-bit column.
+STORED_TIMES = [-1, MIN_TIME_MS - 1, MAX_TIME_MS + 1, 2**63 - 1, -(2**63)]
+
+
+def next_page(client: Client, path: str, params: dict[str, str]) -> Any:
+    """The page after the first, by the cursor the first page wrote."""
+    first = client.get(path, params)
+    assert first.status_code == 200
+    cursor = first.context["page"].next_cursor
+    assert cursor is not None
+    return client.get(path, {**params, "cursor": cursor})
+
+
+@pytest.mark.parametrize("sort", ["updated", "created"])
+@pytest.mark.parametrize("at_ms", STORED_TIMES)
+def test_the_workflows_page_takes_back_the_cursor_it_wrote_whatever_the_row_holds(
+    root, sort, at_ms
+):
+    for n in range(51):  # one more than a page
+        factories.make_workflow(f"wf-{n:02d}", created_at_ms=at_ms, updated_at_ms=at_ms)
+
+    second = next_page(root, "/workflows/", {"sort": sort})
+
+    assert second.status_code == 200
+    assert [row.workflow_id for row in second.context["page"].items] == ["wf-00"]
+
+
+@pytest.mark.parametrize("sort", ["expires_at", "-expires_at", "claimed_at", "-claimed_at"])
+@pytest.mark.parametrize("at_ms", [2**53, *STORED_TIMES])
+def test_the_claims_page_takes_back_the_cursor_it_wrote_whatever_the_row_holds(root, sort, at_ms):
+    for n in range(51):
+        factories.make_claim(f"wf-{n:02d}")
+    WorkflowClaim.objects.update(holder_expires_at_ms=at_ms, holder_claimed_at_ms=at_ms)
+
+    second = next_page(root, "/claims/", {"state": "all", "sort": sort})
+
+    assert second.status_code == 200
+    expected = "wf-00" if sort.startswith("-") else "wf-50"
+    assert [row.workflow_id for row in second.context["page"].items] == [expected]
+
+
 @pytest.mark.parametrize("workflow_id", [".", ".."])
 def test_dot_segment_workflow_ids_are_refused_at_creation(root, workflow_id):
     response = post(
@@ -223,6 +265,6 @@ def test_the_engine_id_rule_is_the_services_too(root):
     from claims.protocol.errors import InvalidInputError
     from claims.services.drain import engine_drain
 
-    factories.make_engine("e\x00")
+    # No row: PostgreSQL cannot store that id, and the rule is asked before any lookup.
     with pytest.raises(InvalidInputError, match="control characters"):
         engine_drain("e\x00", actor="root", reason="r")

@@ -1,10 +1,13 @@
 """A NUL byte, which PostgreSQL cannot store, never becomes a server error: the pages
 refuse it (400), the admin and the sign-in too (400, before any view), the API answers
-422 in JSON, and nothing is saved."""
+422 in JSON, and nothing is saved; a session cookie holding one signs nobody in."""
 
 from __future__ import annotations
 
+from importlib import import_module
+
 import pytest
+from django.conf import settings
 from django.test import Client
 
 from claims.models import ApiToken
@@ -54,3 +57,23 @@ def test_a_nul_in_a_sign_in_is_refused(client):
 def test_ordinary_text_passes(root):
     assert root.get("/admin/auth/user/?username__exact=root").status_code == 200
     assert root.get("/claims/?prefix=order-").status_code == 200
+
+
+# A quoted cookie value's backslash escapes are decoded by the cookie parser: "\000" is a NUL.
+@pytest.mark.parametrize(
+    "cookie", ['"aaaaaaaa\\000bb"', '"\\000\\000\\000\\000\\000\\000\\000\\000"']
+)
+@pytest.mark.parametrize("path", ["/claims/", "/api/v1/claims", "/admin/"])
+def test_a_session_cookie_holding_a_nul_signs_nobody_in(client, path, cookie):
+    response = client.get(path, HTTP_COOKIE=f"sessionid={cookie}")
+
+    assert response.status_code in (302, 401)  # the sign-in, or the API's refusal
+
+
+@pytest.mark.parametrize("key", ["aaaaaaaa\x00bb", "aaaaaaaa bb", "aaaaaaaaé", "a" * 41])
+def test_a_session_key_django_never_writes_names_no_session(key):
+    """Django writes 32 ASCII letters and digits; the store looks nothing else up."""
+    store = import_module(settings.SESSION_ENGINE).SessionStore(key)
+
+    assert store.session_key is None
+    assert store.load() == {}
