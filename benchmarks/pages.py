@@ -20,6 +20,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
+from django.conf import settings
 from django.contrib.auth.models import Permission, User
 from django.db import connection
 from django.test import Client
@@ -84,6 +85,8 @@ class Endpoint:
     # one first, as beat would have; "none" deletes it (they then count for themselves).
     snapshot: str = "fresh"
     binding: bool = True
+    # The answers that count as served: a hostile search may be refused (400).
+    statuses: tuple[int, ...] = (200,)
 
 
 @dataclass
@@ -491,6 +494,33 @@ def _claims_sort_endpoints() -> list[Endpoint]:
             "claims-table",
             f,
         ),
+        *_hostile_search_endpoints(),
+    ]
+
+
+def _hostile_search_endpoints() -> list[Endpoint]:
+    """Searches built to read every id: "wf-" 84 times (252 characters, three distinct
+    pieces) is refused before any read; "wf-wf-wf-" holds only pieces every id holds, so
+    the trigram index rules out no id, and it is stopped at the search budget unless it
+    ends sooner. Either answer is bounded: within the budget plus a page's own time."""
+    budget = float(settings.WEFTBOARD_SEARCH_TIMEOUT_MS)
+    return [
+        Endpoint(
+            "claims_search_repeated",
+            "  hostile: q='wf-' x 84 (refused)",
+            f"/claims/?state=all&q={'wf-' * 84}",
+            "claims-table",
+            FRAGMENT_TARGET_MS,
+            statuses=(400,),
+        ),
+        Endpoint(
+            "claims_search_broad",
+            "  hostile: q=wf-wf-wf- (no id ruled out)",
+            "/claims/?state=all&q=wf-wf-wf-",
+            "claims-table",
+            budget + FRAGMENT_TARGET_MS,
+            statuses=(200, 400),
+        ),
     ]
 
 
@@ -535,7 +565,7 @@ def _headers(endpoint: Endpoint) -> dict[str, str]:
 
 def _request(client: Client, endpoint: Endpoint) -> Any:
     response = client.get(endpoint.path, headers=_headers(endpoint))
-    if response.status_code != 200:
+    if response.status_code not in endpoint.statuses:
         raise RuntimeError(f"{endpoint.path} ({endpoint.target}) answered {response.status_code}")
     return response
 
@@ -580,7 +610,21 @@ def _snapshot_timing() -> Timing:
     return Timing(tuple(timed_ms(_take_snapshot)[0] for _ in range(SNAPSHOT_REPS)))
 
 
-def _measure(client: Client, fleet: Fleet, endpoint: Endpoint) -> tuple[Timing, int, int]:
+@dataclass(frozen=True)
+class Measured:
+    timing: Timing
+    statements: int  # queries of one request
+    size: int  # bytes of one answer
+    statuses: dict[int, int]  # how many timed requests answered each status
+
+    def answered(self) -> str:
+        """The statuses when not all 200, e.g. "400 x30", for the table."""
+        if set(self.statuses) == {200}:
+            return ""
+        return " [" + ", ".join(f"{code} x{n}" for code, n in sorted(self.statuses.items())) + "]"
+
+
+def _measure(client: Client, fleet: Fleet, endpoint: Endpoint) -> Measured:
     # Well inside the snapshot's freshness (2 renew intervals): the whole measure takes ~1 s.
     _prepare(fleet, endpoint)
     for _ in range(WARMUP):
@@ -593,12 +637,14 @@ def _measure(client: Client, fleet: Fleet, endpoint: Endpoint) -> tuple[Timing, 
     if endpoint.target is not None and b"<html" in body:
         raise RuntimeError(f"{endpoint.path} answered a full page to a fragment request")
     samples = []
+    statuses: dict[int, int] = {}
     gc.collect()
     for _ in range(REPS):
         started = time.perf_counter()
-        _request(client, endpoint)
+        status = _request(client, endpoint).status_code
         samples.append((time.perf_counter() - started) * 1_000)
-    return Timing(tuple(samples)), statements, len(body)
+        statuses[status] = statuses.get(status, 0) + 1
+    return Measured(Timing(tuple(samples)), statements, len(body), statuses)
 
 
 def run(
@@ -609,11 +655,10 @@ def run(
     fleet, setup = _arrange(sessions, parked)
     client = Client()
     client.force_login(_operator())
-    results: list[tuple[Endpoint, Timing, int, int]] = []
+    results: list[tuple[Endpoint, Measured]] = []
     with _production_templates():
         for endpoint in _endpoints(fleet):
-            timing, statements, size = _measure(client, fleet, endpoint)
-            results.append((endpoint, timing, statements, size))
+            results.append((endpoint, _measure(client, fleet, endpoint)))
     snapshot = _snapshot_timing()
 
     mode = "ENGINE-LEASE MODE, " if sessions else ""
@@ -625,17 +670,18 @@ def run(
         ("", "median ms", "p95 ms", "min-max", "target", "vs target", "queries", "KB"),
     )
     targets: list[Target] = []
-    for endpoint, timing, statements, size in results:
+    for endpoint, measured in results:
+        timing = measured.timing
         section.rows.append(
             (
-                endpoint.label,
+                endpoint.label + measured.answered(),
                 fmt(timing.median),
                 fmt(p95(timing.samples_ms)),
                 timing.spread(),
                 f"< {endpoint.limit_ms:g} ms",
                 f"{timing.median / endpoint.limit_ms:.2f}",
-                str(statements),
-                f"{size / 1024:.1f}",
+                str(measured.statements),
+                f"{measured.size / 1024:.1f}",
             )
         )
         targets.append(
@@ -679,6 +725,12 @@ def run(
         f"{SNAPSHOT_REPS} runs"
     )
     section.notes.append(
+        "hostile searches: 'wf-' x 84 is refused before any read (400); wf-wf-wf- makes "
+        "every id a candidate of the trigram index and is stopped at the search budget, "
+        f"WEFTBOARD_SEARCH_TIMEOUT_MS={settings.WEFTBOARD_SEARCH_TIMEOUT_MS} (400), unless "
+        "it ends first (200); [status x n] counts the timed answers"
+    )
+    section.notes.append(
         f"setup {setup['load_s']:.1f} s"
         + ("; ANALYZE after load" if setup["analyzed"] else "; no ANALYZE (SQLite default)")
     )
@@ -695,13 +747,14 @@ def run(
                 "key": endpoint.key,
                 "path": endpoint.path,
                 "hx_target": endpoint.target,
-                **timing.as_json(),
-                "p95_ms": round(p95(timing.samples_ms), 3),
-                "queries": statements,
-                "bytes": size,
+                **measured.timing.as_json(),
+                "p95_ms": round(p95(measured.timing.samples_ms), 3),
+                "queries": measured.statements,
+                "bytes": measured.size,
                 "limit_ms": endpoint.limit_ms,
+                "statuses": {str(code): n for code, n in measured.statuses.items()},
             }
-            for endpoint, timing, statements, size in results
+            for endpoint, measured in results
         ],
     }
     return payload, section, targets

@@ -39,6 +39,12 @@ class Refused(BadInput):
     status = 403
 
 
+class TooSlow(BadInput):
+    """A read ran past its time limit and was stopped (weftboard.read_limit)."""
+
+    status = 503
+
+
 def status_for(error: Exception) -> int:
     if isinstance(error, BadInput):
         return error.status
@@ -60,6 +66,7 @@ TITLES = {
     403: "Not allowed",
     404: "Not found",
     409: "Conflict",
+    503: "Too slow",
 }
 
 
