@@ -1,12 +1,14 @@
-"""No read a user can request runs unbounded: every GET and HEAD served by a view (the
-pages, the JSON API, the admin, /metrics) stops each statement after
-WEFTBOARD_READ_TIMEOUT_MS (weftboard.time_limit; 0 turns the limit off).
+"""No read a user can request runs unbounded: each statement of a GET or HEAD served by a
+view (the pages, the JSON API, the admin, /metrics) stops after WEFTBOARD_READ_TIMEOUT_MS
+(weftboard.time_limit; 0 turns the limit off).
 
 Only reads: a write keeps whatever time its locks take, since cutting it short would leave
-the client unsure whether it landed. /healthz never touches the database and is exempt.
-A read stopped by the limit answers an error page with 503 (the error fragment for HTMX),
-logged once as a warning; the API answers its own JSON 503 (weftboard.api). A streamed
-response (the audit CSV) reads while it streams, under a limit of its own.
+the client unsure whether it landed. On PostgreSQL the limit's transaction opens at the
+request's first statement, so a request that reads nothing (/healthz, a redirect to the
+sign-in page) still touches no database. A read stopped by the limit answers an error
+page with 503 (the error fragment for HTMX), logged once as a warning; the API answers
+its own JSON 503 (weftboard.api). A streamed response (the audit CSV) reads while it
+streams, under a limit of its own.
 """
 
 from __future__ import annotations
@@ -14,28 +16,20 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import ExitStack
-from typing import Any, TypeVar, cast
+from typing import Any, cast
 
 from django.conf import settings
-from django.db import DatabaseError
+from django.db import connection
 from django.http import HttpRequest, HttpResponse, HttpResponseBase, StreamingHttpResponse
 
 from weftboard.http import HtmxHttpRequest
-from weftboard.time_limit import is_statement_timeout, statement_time_limit
+from weftboard.time_limit import is_statement_timeout, set_statement_timeout, statement_time_limit
 
 READ_METHODS = frozenset({"GET", "HEAD"})
 logger = logging.getLogger("weftboard.reads")
 # Set on the request while its read limit is open, and when a statement was stopped.
 _OPEN_LIMIT = "_weftboard_read_limit"
 _STOPPED = "_weftboard_read_stopped"
-
-View = TypeVar("View", bound=Callable[..., HttpResponseBase])
-
-
-def read_limit_exempt(view: View) -> View:
-    """A view that never reads the database: no transaction is opened for it."""
-    view.read_limit_exempt = True  # type: ignore[attr-defined]
-    return view
 
 
 def read_timeout_ms() -> int:
@@ -71,10 +65,10 @@ class ReadTimeLimitMiddleware:
 
     def __call__(self, request: HttpRequest) -> HttpResponseBase:
         response = self.get_response(request)
-        limit: ExitStack | None = request.__dict__.pop(_OPEN_LIMIT, None)
+        limit: _RequestLimit | None = request.__dict__.pop(_OPEN_LIMIT, None)
         if limit is None:
             return response
-        limit.close()  # commits the read's transaction, or rolls back a stopped one
+        limit.close()
         if request.__dict__.pop(_STOPPED, False):
             return self._stopped(request)
         if isinstance(response, StreamingHttpResponse) and not response.is_async:
@@ -86,18 +80,8 @@ class ReadTimeLimitMiddleware:
         self, request: HttpRequest, view: Callable[..., Any], args: Any, kwargs: Any
     ) -> None:
         ms = read_timeout_ms()
-        if (
-            request.method not in READ_METHODS
-            or ms <= 0
-            or getattr(view, "read_limit_exempt", False)
-        ):
-            return
-        limit = ExitStack()
-        try:
-            limit.enter_context(statement_time_limit(ms, per_statement=True))
-        except DatabaseError:
-            return  # no database: the view meets the same failure and answers it its way
-        setattr(request, _OPEN_LIMIT, limit)
+        if request.method in READ_METHODS and ms > 0:
+            setattr(request, _OPEN_LIMIT, _RequestLimit(ms))
 
     def process_exception(self, request: HttpRequest, exception: Exception) -> HttpResponse | None:
         if not hasattr(request, _OPEN_LIMIT) or not is_statement_timeout(exception):
@@ -115,6 +99,38 @@ class ReadTimeLimitMiddleware:
         # After HtmxMiddleware, whose request.htmx picks the error fragment or the page.
         page = error_response(cast(HtmxHttpRequest, request), TooSlow(stopped_message(ms)))
         return mark_logged(page)
+
+
+class _RequestLimit:
+    """The read limit of one request. PostgreSQL: the limit's transaction (or savepoint)
+    opens just before the request's first statement, at the depth of transactions the
+    request began in, so every transaction the view opens later nests inside it; a
+    statement that comes first inside a transaction of the view's own is limited within
+    that transaction, and the limit opens at the next statement outside it. SQLite: at
+    once, as it reads nothing to set up."""
+
+    def __init__(self, ms: int) -> None:
+        self.ms = ms
+        self.stack = ExitStack()
+        self.opened = connection.vendor != "postgresql"
+        if self.opened:
+            self.stack.enter_context(statement_time_limit(ms, per_statement=True))
+        else:
+            self.depth = len(connection.atomic_blocks)
+            self.stack.enter_context(connection.execute_wrapper(self._open_before_reading))
+
+    def _open_before_reading(self, execute: Callable[..., Any], *args: Any) -> Any:
+        if not self.opened:
+            if len(connection.atomic_blocks) == self.depth:
+                self.stack.enter_context(statement_time_limit(self.ms, per_statement=True))
+                self.opened = True
+            else:
+                set_statement_timeout(connection, self.ms)  # until the view's transaction ends
+        return execute(*args)
+
+    def close(self) -> None:
+        """Commit the read's transaction, or roll back one a stopped statement aborted."""
+        self.stack.close()
 
 
 def _streamed_under_limit(content: Iterable[bytes]) -> Iterator[bytes]:

@@ -105,7 +105,8 @@ def _run(connection: BaseDatabaseWrapper, sql: str, params: list[Any] | None = N
     return connection.connection.execute(sql, params)
 
 
-def _set_timeout(connection: BaseDatabaseWrapper, ms: int) -> None:
+def set_statement_timeout(connection: BaseDatabaseWrapper, ms: int) -> None:
+    """PostgreSQL, inside a transaction: its statements stop after ``ms`` until it ends."""
     _run(connection, "SELECT set_config('statement_timeout', %s, true)", [str(max(ms, 1))])
 
 
@@ -121,7 +122,7 @@ def _failed(connection: BaseDatabaseWrapper) -> bool:
 def _postgresql(connection: BaseDatabaseWrapper, limit: _Limit) -> Iterator[None]:
     if not connection.in_atomic_block:
         with transaction.atomic(using=connection.alias):
-            _set_timeout(connection, limit.ms)
+            set_statement_timeout(connection, limit.ms)
             with _shared_budget(connection, limit):
                 yield
             if _failed(connection):
@@ -130,7 +131,7 @@ def _postgresql(connection: BaseDatabaseWrapper, limit: _Limit) -> Iterator[None
     (previous,) = _run(connection, "SHOW statement_timeout").fetchone()
     _run(connection, f"SAVEPOINT {_SAVEPOINT}")
     try:
-        _set_timeout(connection, limit.ms)
+        set_statement_timeout(connection, limit.ms)
         with _shared_budget(connection, limit):
             yield
     except BaseException:
@@ -160,7 +161,7 @@ def _shared_budget(connection: BaseDatabaseWrapper, limit: _Limit) -> Iterator[N
 
     def give_what_is_left(execute: Callable[..., Any], *args: Any) -> Any:
         left = _left_or_raise(limit)
-        _set_timeout(connection, left)
+        set_statement_timeout(connection, left)
         return execute(*args)
 
     with connection.execute_wrapper(give_what_is_left):

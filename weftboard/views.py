@@ -5,10 +5,7 @@ from django.http import HttpRequest, HttpResponse
 from django.views.decorators.http import require_GET
 from django_prometheus.exports import ExportToDjangoView
 
-from weftboard.read_limit import read_limit_exempt
 
-
-@read_limit_exempt
 @require_GET
 def healthz(request: HttpRequest) -> HttpResponse:
     """Liveness only: answers without touching the database or the broker."""
