@@ -7,9 +7,9 @@ by the three-character pieces in it, and every id it cannot rule out is then che
 against the whole fragment: a fragment whose pieces every id holds (``order-`` 42 times)
 reads every id. Two bounds:
 
-- A long fragment made of few distinct pieces is refused before anything is read
-  (``check_search``): it narrows no more than its distinct part would, and costs the
-  most to check against each id.
+- A long fragment made of few distinct pieces (as pg_trgm cuts it: letters and digits,
+  case folded) is refused before anything is read (``check_search``): it narrows no more
+  than its distinct part would, and costs the most to check against each id.
 - Every search runs under one time budget for all of its statements,
   WEFTBOARD_SEARCH_TIMEOUT_MS (250 ms unless set; weftboard.time_limit): a search past
   it is stopped and refused as too broad, on both databases.
@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import re
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, TypeVar, cast
@@ -40,12 +41,15 @@ from weftboard.time_limit import is_statement_timeout, statement_time_limit
 TRIGRAM = 3
 # Past this many ids a fragment is common: a scan of the claim rows finds a page sooner.
 SEARCH_CANDIDATES = 1_000
-# A fragment this long is refused when it holds fewer distinct three-character pieces than
-# a quarter of its length (a piece repeated, like "order-" 42 times). Shorter fragments
-# are left to the time budget: a user pasting part of an id such as "0000000001" is not
-# refused.
-LOW_INFORMATION_LENGTH = 32
+# A fragment this long is refused when it holds fewer distinct index pieces than a quarter
+# of its length (a part repeated, like "order-" 42 times: six pieces in 252 characters).
+# A fragment of distinct parts has about one piece per character, and a digit run such as
+# "0000000000000001" still has five pieces in sixteen characters; shorter fragments are
+# left to the time budget.
+LOW_INFORMATION_LENGTH = 16
 LOW_INFORMATION_RATIO = 4
+# A run of letters and digits: what pg_trgm cuts a text into before taking its pieces.
+_WORDS = re.compile(r"[^\W_]+")
 
 logger = logging.getLogger("weftboard.reads")
 Read = TypeVar("Read", bound=Callable[..., Any])
@@ -59,16 +63,27 @@ def search_timeout_ms() -> int:
     return int(settings.WEFTBOARD_SEARCH_TIMEOUT_MS)
 
 
+def index_pieces(fragment: str) -> set[str]:
+    """The three-character pieces pg_trgm keys a fragment by: each run of letters and
+    digits, lower-cased, with two spaces before it and one after; punctuation gives none."""
+    pieces: set[str] = set()
+    for word in _WORDS.findall(fragment.lower()):
+        padded = f"  {word} "
+        pieces.update(padded[i : i + TRIGRAM] for i in range(len(padded) - TRIGRAM + 1))
+    return pieces
+
+
 def check_search(search: str | None) -> None:
     """Refuse a long fragment of few distinct pieces before it reads anything."""
     if not search or len(search) < LOW_INFORMATION_LENGTH:
         return
-    pieces = {search[i : i + TRIGRAM] for i in range(len(search) - TRIGRAM + 1)}
+    pieces = index_pieces(search)
     if len(pieces) * LOW_INFORMATION_RATIO < len(search):
         raise SearchTooBroadError(
             f"q is {len(search)} characters long but holds only {len(pieces)} different "
-            "three-character pieces (a part repeated), so no index can narrow it and it "
-            "would read every id; search for a shorter part of the id that does not repeat"
+            "three-character pieces the id index can look up (a part repeated, or mostly "
+            "punctuation), so the index cannot narrow it and it would read every id; search "
+            "for a shorter part of the id that does not repeat"
         )
 
 
