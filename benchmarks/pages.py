@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import datetime as dt
 import gc
+import logging
 import math
 import random
 import time
@@ -668,8 +669,20 @@ class Measured:
 
 
 def _measure(client: Client, fleet: Fleet, endpoint: Endpoint) -> Measured:
-    with override_settings(**dict(endpoint.overrides)):
+    with override_settings(**dict(endpoint.overrides)), _quiet_stopped_searches():
         return _measure_as_set(client, fleet, endpoint)
+
+
+@contextmanager
+def _quiet_stopped_searches() -> Iterator[None]:
+    """The warning each stopped search logs would bury the tables; the table counts them."""
+    reads = logging.getLogger("weftboard.reads")
+    level = reads.level
+    reads.setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        reads.setLevel(level)
 
 
 def _measure_as_set(client: Client, fleet: Fleet, endpoint: Endpoint) -> Measured:
