@@ -21,8 +21,8 @@ pytestmark = pytest.mark.django_db
 
 IDS = 100_000  # claim rows: a search for a fragment none of them holds reads them all
 HOSTILE = "order-" * 42  # 252 characters, six distinct three-character pieces
-# Not refused by its shape (a piece repeated fewer times), but in every id's pieces:
-# the trigram index rules out no id, so the search checks every one.
+# Too short to be refused by its shape, but made of pieces every id holds: the trigram
+# index rules out no id, so the search checks every one (SQLite: every claim row).
 BROAD = "wf-wf-wf-"
 
 
