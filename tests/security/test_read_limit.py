@@ -7,17 +7,20 @@ much."""
 
 from __future__ import annotations
 
+import json
 import logging
 import time
 from typing import Any
 
 import pytest
-from django.db import OperationalError, connection
-from django.test import Client, override_settings
+from django.db import OperationalError, connection, transaction
+from django.http import JsonResponse
+from django.test import Client, RequestFactory, override_settings
 
 from claims.models import ClaimEvent, Workflow, WorkflowClaim
 from tests import factories
 from tests.conftest import _signed_in
+from weftboard.read_limit import ReadTimeLimitMiddleware
 from weftboard.time_limit import is_statement_timeout
 
 pytestmark = pytest.mark.django_db
@@ -163,3 +166,37 @@ def test_the_limit_ends_with_the_request(reader):
         cursor.execute("SHOW statement_timeout")
         (after,) = cursor.fetchone()
     assert after == before
+
+
+@pytest.mark.django_db(transaction=True)
+@override_settings(WEFTBOARD_READ_TIMEOUT_MS=LIMIT_MS)
+def test_a_read_that_begins_in_a_transaction_of_its_own_is_bounded_there_and_after():
+    """PostgreSQL: the limit's transaction opens at the request's first statement; when
+    that statement runs inside a transaction the view opened, the limit holds in that
+    transaction, and opens for the statements after it."""
+    if connection.vendor != "postgresql":
+        pytest.skip("the transaction is PostgreSQL's")
+
+    def sleep_stopped() -> bool:
+        try:
+            with connection.cursor() as cursor:
+                cursor.execute(slow_statement())
+        except OperationalError as error:
+            return is_statement_timeout(error)
+        return False
+
+    def view(request: Any) -> JsonResponse:
+        with transaction.atomic():
+            first = sleep_stopped()
+        return JsonResponse({"inside": first, "after": sleep_stopped()})
+
+    middleware = ReadTimeLimitMiddleware(lambda request: view(request))
+    request = RequestFactory().get("/a-read")
+    middleware.process_view(request, view, (), {})  # as Django's handler calls it first
+
+    started = time.monotonic()
+    response = middleware(request)
+
+    assert json.loads(response.content) == {"inside": True, "after": True}
+    assert time.monotonic() - started < SLOW_SECONDS
+    assert connection.get_autocommit()  # the read's transaction ended with the request
