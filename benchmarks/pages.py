@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import datetime as dt
 import gc
+import logging
 import math
 import random
 import time
@@ -20,6 +21,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
+from django.conf import settings
 from django.contrib.auth.models import Permission, User
 from django.db import connection
 from django.test import Client, override_settings
@@ -67,6 +69,7 @@ REDRIVES = 40
 WARMUP = 3
 REPS = 30
 SNAPSHOT_REPS = 10
+UNBOUNDED_REPS = 5
 FRAGMENT_TARGET_MS = 50.0
 METRICS_TARGET_MS = 100.0
 SEED = 20_260_612
@@ -84,6 +87,10 @@ class Endpoint:
     # one first, as beat would have; "none" deletes it (they then count for themselves).
     snapshot: str = "fresh"
     binding: bool = True
+    # The answers that count as served: a hostile search may be refused (400).
+    statuses: tuple[int, ...] = (200,)
+    # Settings the endpoint is measured under, e.g. a smaller search budget.
+    overrides: tuple[tuple[str, Any], ...] = ()
 
 
 @dataclass
@@ -491,7 +498,74 @@ def _claims_sort_endpoints() -> list[Endpoint]:
             "claims-table",
             f,
         ),
+        *_hostile_search_endpoints(),
     ]
+
+
+# Three distinct pieces in 252 characters: refused by its shape before any read.
+REPEATED_SEARCH = "wf-" * 84
+# Three pieces every id holds, in 15 characters (too short to refuse by shape): the trigram
+# index rules out no id, and every id is checked against the fragment.
+BROAD_SEARCH = "wf-" * 5
+SMALL_SEARCH_BUDGET_MS = 100
+
+
+def _hostile_search_endpoints() -> list[Endpoint]:
+    """Searches built to read every id. Every answer is bounded: refused at once, or within
+    the search budget (WEFTBOARD_SEARCH_TIMEOUT_MS) plus a page's own time."""
+    budget = float(settings.WEFTBOARD_SEARCH_TIMEOUT_MS)
+    small = SMALL_SEARCH_BUDGET_MS
+
+    def search(key: str, label: str, q: str, limit_ms: float, **fields: Any) -> Endpoint:
+        path = f"/claims/?state=all&q={q}"
+        return Endpoint(key, label, path, "claims-table", limit_ms, **fields)
+
+    return [
+        search(
+            "claims_search_repeated",
+            "  hostile: q='wf-' x 84 (refused)",
+            REPEATED_SEARCH,
+            FRAGMENT_TARGET_MS,
+            statuses=(400,),
+        ),
+        search(
+            "claims_search_broad",
+            f"  hostile: q={BROAD_SEARCH} (no id ruled out)",
+            BROAD_SEARCH,
+            budget + FRAGMENT_TARGET_MS,
+            statuses=(200, 400),
+        ),
+        search(
+            "claims_search_small_budget",
+            f"    the same with a {small} ms budget",
+            BROAD_SEARCH,
+            small + FRAGMENT_TARGET_MS,
+            statuses=(200, 400),
+            overrides=(("WEFTBOARD_SEARCH_TIMEOUT_MS", small),),
+        ),
+    ]
+
+
+def _unbounded_repeated_lookup() -> Timing:
+    """For reference: what the refused fragment's read would cost without the bounds (the
+    id lookup on PostgreSQL, the scan of the claim rows on SQLite), straight to the
+    database with no limit."""
+    if connection.vendor == "postgresql":
+        sql = "SELECT workflow_id FROM claims_claimidsearch WHERE workflow_id LIKE %s LIMIT 1001"
+        param = f"%{REPEATED_SEARCH}%"
+    else:
+        sql = (
+            "SELECT workflow_id FROM claims_workflowclaim WHERE instr(workflow_id, %s) > 0 LIMIT 51"
+        )
+        param = REPEATED_SEARCH
+
+    def lookup() -> None:
+        with connection.cursor() as cursor:
+            cursor.execute(sql, [param])
+            cursor.fetchall()
+
+    lookup()
+    return Timing(tuple(timed_ms(lookup)[0] for _ in range(UNBOUNDED_REPS)))
 
 
 @contextmanager
@@ -535,7 +609,7 @@ def _headers(endpoint: Endpoint) -> dict[str, str]:
 
 def _request(client: Client, endpoint: Endpoint) -> Any:
     response = client.get(endpoint.path, headers=_headers(endpoint))
-    if response.status_code != 200:
+    if response.status_code not in endpoint.statuses:
         raise RuntimeError(f"{endpoint.path} ({endpoint.target}) answered {response.status_code}")
     return response
 
@@ -580,7 +654,38 @@ def _snapshot_timing() -> Timing:
     return Timing(tuple(timed_ms(_take_snapshot)[0] for _ in range(SNAPSHOT_REPS)))
 
 
-def _measure(client: Client, fleet: Fleet, endpoint: Endpoint) -> tuple[Timing, int, int]:
+@dataclass(frozen=True)
+class Measured:
+    timing: Timing
+    statements: int  # queries of one request
+    size: int  # bytes of one answer
+    statuses: dict[int, int]  # how many timed requests answered each status
+
+    def answered(self) -> str:
+        """The statuses when not all 200, e.g. "400 x30", for the table."""
+        if set(self.statuses) == {200}:
+            return ""
+        return " [" + ", ".join(f"{code} x{n}" for code, n in sorted(self.statuses.items())) + "]"
+
+
+def _measure(client: Client, fleet: Fleet, endpoint: Endpoint) -> Measured:
+    with override_settings(**dict(endpoint.overrides)), _quiet_stopped_searches():
+        return _measure_as_set(client, fleet, endpoint)
+
+
+@contextmanager
+def _quiet_stopped_searches() -> Iterator[None]:
+    """The warning each stopped search logs would bury the tables; the table counts them."""
+    reads = logging.getLogger("weftboard.reads")
+    level = reads.level
+    reads.setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        reads.setLevel(level)
+
+
+def _measure_as_set(client: Client, fleet: Fleet, endpoint: Endpoint) -> Measured:
     # Well inside the snapshot's freshness (2 renew intervals): the whole measure takes ~1 s.
     _prepare(fleet, endpoint)
     for _ in range(WARMUP):
@@ -593,12 +698,14 @@ def _measure(client: Client, fleet: Fleet, endpoint: Endpoint) -> tuple[Timing, 
     if endpoint.target is not None and b"<html" in body:
         raise RuntimeError(f"{endpoint.path} answered a full page to a fragment request")
     samples = []
+    statuses: dict[int, int] = {}
     gc.collect()
     for _ in range(REPS):
         started = time.perf_counter()
-        _request(client, endpoint)
+        status = _request(client, endpoint).status_code
         samples.append((time.perf_counter() - started) * 1_000)
-    return Timing(tuple(samples)), statements, len(body)
+        statuses[status] = statuses.get(status, 0) + 1
+    return Measured(Timing(tuple(samples)), statements, len(body), statuses)
 
 
 def run(
@@ -609,13 +716,13 @@ def run(
     fleet, setup = _arrange(sessions, parked)
     client = Client()
     client.force_login(_operator())
-    results: list[tuple[Endpoint, Timing, int, int]] = []
+    results: list[tuple[Endpoint, Measured]] = []
     # One operator reads far faster than the read limit allows a person.
     with _production_templates(), override_settings(WEFTBOARD_READ_RATE="off"):
         for endpoint in _endpoints(fleet):
-            timing, statements, size = _measure(client, fleet, endpoint)
-            results.append((endpoint, timing, statements, size))
+            results.append((endpoint, _measure(client, fleet, endpoint)))
     snapshot = _snapshot_timing()
+    unbounded = _unbounded_repeated_lookup()
 
     mode = "ENGINE-LEASE MODE, " if sessions else ""
     section = Section(
@@ -626,17 +733,18 @@ def run(
         ("", "median ms", "p95 ms", "min-max", "target", "vs target", "queries", "KB"),
     )
     targets: list[Target] = []
-    for endpoint, timing, statements, size in results:
+    for endpoint, measured in results:
+        timing = measured.timing
         section.rows.append(
             (
-                endpoint.label,
+                endpoint.label + measured.answered(),
                 fmt(timing.median),
                 fmt(p95(timing.samples_ms)),
                 timing.spread(),
                 f"< {endpoint.limit_ms:g} ms",
                 f"{timing.median / endpoint.limit_ms:.2f}",
-                str(statements),
-                f"{size / 1024:.1f}",
+                str(measured.statements),
+                f"{measured.size / 1024:.1f}",
             )
         )
         targets.append(
@@ -650,18 +758,12 @@ def run(
                 binding and endpoint.binding,
             )
         )
-    section.rows.append(
-        (
-            "beat's fleet snapshot (no request)",
-            fmt(snapshot.median),
-            fmt(p95(snapshot.samples_ms)),
-            snapshot.spread(),
-            "",
-            "",
-            "",
-            "",
-        )
-    )
+    for label, timing in (
+        ("beat's fleet snapshot (no request)", snapshot),
+        ("q='wf-' x 84 read unbounded (reference)", unbounded),
+    ):
+        row = (label, fmt(timing.median), fmt(p95(timing.samples_ms)), timing.spread())
+        section.rows.append((*row, "", "", "", ""))
     section.notes.append(
         "Django's test Client as a logged-in operator (session auth, every middleware); "
         "fragments are HTMX requests (HX-Request, HX-Target) as the pages' polls send them; "
@@ -680,6 +782,15 @@ def run(
         f"{SNAPSHOT_REPS} runs"
     )
     section.notes.append(
+        "hostile searches: 'wf-' x 84 is refused before any read (400); its read without "
+        f"the bounds is timed for reference ({UNBOUNDED_REPS} runs, straight to the "
+        f"database); {BROAD_SEARCH} makes every id a candidate of the trigram index and "
+        "is stopped at the search budget, WEFTBOARD_SEARCH_TIMEOUT_MS="
+        f"{settings.WEFTBOARD_SEARCH_TIMEOUT_MS} (400), unless it ends first (200), and is "
+        f"also measured under a {SMALL_SEARCH_BUDGET_MS} ms budget; [status x n] counts "
+        "the timed answers"
+    )
+    section.notes.append(
         f"setup {setup['load_s']:.1f} s"
         + ("; ANALYZE after load" if setup["analyzed"] else "; no ANALYZE (SQLite default)")
     )
@@ -691,18 +802,20 @@ def run(
         "reps": REPS,
         "setup": setup,
         "fleet_snapshot": snapshot.as_json(),
+        "repeated_search_unbounded": unbounded.as_json(),
         "endpoints": [
             {
                 "key": endpoint.key,
                 "path": endpoint.path,
                 "hx_target": endpoint.target,
-                **timing.as_json(),
-                "p95_ms": round(p95(timing.samples_ms), 3),
-                "queries": statements,
-                "bytes": size,
+                **measured.timing.as_json(),
+                "p95_ms": round(p95(measured.timing.samples_ms), 3),
+                "queries": measured.statements,
+                "bytes": measured.size,
                 "limit_ms": endpoint.limit_ms,
+                "statuses": {str(code): n for code, n in measured.statuses.items()},
             }
-            for endpoint, timing, statements, size in results
+            for endpoint, measured in results
         ],
     }
     return payload, section, targets

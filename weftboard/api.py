@@ -6,7 +6,8 @@ token, missing permission, failed CSRF · 404 unknown workflow or job · 409 sta
 including an unknown workflow type and a target engine that is unknown or not active
 · 429 too many writes, or reads · 500 an unexpected error, with a request id to quote ·
 503 the database did not answer (a write's outcome is then unknown: read the state again
-before repeating it). Every answer is JSON (weftboard.api_errors).
+before repeating it), or a read ran past its time limit (WEFTBOARD_READ_TIMEOUT_MS;
+nothing was written). Every answer is JSON (weftboard.api_errors).
 """
 
 from __future__ import annotations
@@ -55,6 +56,14 @@ from claims.selectors.ownership import claim_snapshot
 from claims.services.rules import ReadOnlyError
 from claims.tokens import api_token_authenticate
 from weftboard.api_errors import unexpected_error
+from weftboard.read_time_limit import (
+    READ_METHODS,
+    log_stopped,
+    mark_logged,
+    read_timeout_ms,
+    stopped_message,
+)
+from weftboard.time_limit import is_statement_timeout
 
 logger = logging.getLogger("weftboard.api")
 
@@ -131,6 +140,8 @@ def _not_found(request: HttpRequest, exc: Any) -> HttpResponse:
 
 
 def _database_unavailable(request: HttpRequest, exc: Any) -> HttpResponse:
+    if request.method in READ_METHODS and is_statement_timeout(exc):
+        return _read_stopped(request)
     # The session died mid-request (a failover, a dropped connection): a COMMIT may have
     # landed with its answer lost, so the client must look before it leaps again.
     logger.warning("API request %s %s: database error", request.method, request.path, exc_info=exc)
@@ -155,6 +166,16 @@ def _http_error(request: HttpRequest, exc: Any) -> HttpResponse:
 
 def _unexpected(request: HttpRequest, exc: Any) -> HttpResponse:
     return unexpected_error(request, exc)
+
+
+def _read_stopped(request: HttpRequest) -> HttpResponse:
+    # A read past WEFTBOARD_READ_TIMEOUT_MS (weftboard.read_time_limit): nothing was written,
+    # the transaction is rolled back; logged once, without a traceback.
+    ms = read_timeout_ms()
+    log_stopped(request, ms)
+    response = api.create_response(request, {"detail": stopped_message(ms)}, status=503)
+    mark_logged(response)
+    return response
 
 
 def _answer(status: int) -> Callable[[HttpRequest, Any], HttpResponse]:

@@ -32,6 +32,16 @@ def env_int(name: str, default: int) -> int:
     return int(env_text(name) or default)
 
 
+def env_milliseconds(name: str, default: int) -> int:
+    """A duration in whole milliseconds, 0 or more; unset or empty means ``default``."""
+    text = env_text(name)
+    if not text:
+        return default
+    if not text.isascii() or not text.isdigit():
+        raise ImproperlyConfigured(f"{name}={text!r}: give whole milliseconds, e.g. 5000 (0: off)")
+    return int(text)
+
+
 def env_flag(name: str, *, default: bool = False) -> bool:
     value = os.environ.get(name)
     if value is None or value.strip() == "":

@@ -15,6 +15,7 @@ from weftboard.env_settings import (
     env_flag,
     env_int,
     env_list,
+    env_milliseconds,
     env_text,
 )
 
@@ -60,6 +61,8 @@ MIDDLEWARE = [
     # Under /api/, an unknown path, a wrong method or an unexpected error answers JSON.
     "weftboard.api_errors.ApiJsonErrorsMiddleware",
     "weftboard.nul_guard.NulGuardMiddleware",
+    # Before any view reads: each statement of a GET or HEAD stops after the read limit.
+    "weftboard.read_time_limit.ReadTimeLimitMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
@@ -160,6 +163,8 @@ LOGGING = {
         "weftboard.broker": {"handlers": ["console"], "level": "INFO", "propagate": False},
         "weftboard.api": {"handlers": ["console"], "level": "INFO", "propagate": False},
         "weftboard.limits": {"handlers": ["console"], "level": "INFO", "propagate": False},
+        # Reads and searches stopped by their time limit.
+        "weftboard.reads": {"handlers": ["console"], "level": "INFO", "propagate": False},
         # Failed sign-ins and lockouts, with the user name and the address.
         "axes": {"handlers": ["console"], "level": "WARNING", "propagate": False},
         # Django sends server errors only to e-mail when DEBUG is off; an operator needs the
@@ -191,6 +196,12 @@ WEFTBOARD_API_WRITE_RATE = env_text("WEFTBOARD_API_WRITE_RATE", "60/min")
 WEFTBOARD_READ_RATE = env_text("WEFTBOARD_READ_RATE", "600/min")
 
 WEFTBOARD_METRICS_TOKEN = env_text("WEFTBOARD_METRICS_TOKEN")
+
+# Milliseconds each statement of a page or API read (GET, HEAD) may run; 0: no limit.
+WEFTBOARD_READ_TIMEOUT_MS = env_milliseconds("WEFTBOARD_READ_TIMEOUT_MS", 5_000)
+# Milliseconds all the statements of one claims search may run together; 0: no limit
+# of its own (the read limit still holds).
+WEFTBOARD_SEARCH_TIMEOUT_MS = env_milliseconds("WEFTBOARD_SEARCH_TIMEOUT_MS", 250)
 
 # Fewer active, non-silent engines than this is a red alert on every page and on /metrics.
 WEFTBOARD_MIN_ENGINES = env_int("WEFTBOARD_MIN_ENGINES", 1)

@@ -6,17 +6,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal, cast
 
-from django.db import connections
-from django.db.models import Exists, OuterRef, Q, QuerySet, Value
-from django.db.models.functions import StrIndex
+from django.db.models import Exists, OuterRef, Q, QuerySet
 
-from claims.models import ClaimIdSearch, Workflow, WorkflowClaim, WorkflowStatus
-from claims.models.claims import (
-    HOLDER_GARBLED,
-    HOLDER_INVALID,
-    HOLDER_PRESENT,
-    WorkflowClaimQuerySet,
-)
+from claims.models import Workflow, WorkflowClaim, WorkflowStatus
+from claims.models.claims import HOLDER_GARBLED, HOLDER_INVALID, HOLDER_PRESENT
 from claims.protocol.errors import InvalidInputError
 from claims.protocol.records import ClaimRow
 from claims.protocol.states import CLAIM_STATES, ClaimState, derive_claim_state
@@ -32,16 +25,13 @@ from .claim_order import (
     decode_cursor,
     encode_cursor,
 )
+from .claim_search import search_bounded, with_substring
 from .engine_names import engine_condition
 from .expiry_order import expiry_values
 from .held_sessions import JudgedSessions, holders_of, judge_sessions, rows_with_sessions
 from .last_holders import LastHolder, last_holders
 
 MAX_PAGE = 200
-# A trigram index finds a substring of at least three characters.
-TRIGRAM = 3
-# Past this many ids a fragment is common: a scan of the claim rows finds a page sooner.
-SEARCH_CANDIDATES = 1_000
 # What the list shows besides one derived state: "attention" is every held row (live, in
 # grace, expired, invalid) and the stranded ones (no holder, workflow running), which
 # leaves out the ownerless rows of finished workflows; "all" is every row ever claimed.
@@ -223,6 +213,7 @@ def _sort_value(sort: ClaimSort, view: ClaimView, raw: tuple[Any, ...]) -> Any:
     return raw[_COLUMNS.index(sort.column)] if sort.column in _COLUMNS else None
 
 
+@search_bounded
 def claim_list(
     *,
     now_ms: int,
@@ -247,7 +238,9 @@ def claim_list(
     falls within the page, and the rows without an expiry once more: at most a few plus
     one per session, never growing with the claims (claims.selectors.expiry_order).
     ``state`` is a derived state or a scope (CLAIM_FILTERS); ``search`` a substring of the
-    workflow id (case-sensitive). A bad sort or a cursor from another sort: InvalidInputError."""
+    workflow id (case-sensitive). A bad sort or a cursor from another sort: InvalidInputError;
+    a search no index can narrow, or one past its time budget: SearchTooBroadError
+    (claims.selectors.claim_search)."""
     limit = max(1, min(limit, MAX_PAGE))
     order = ClaimSort.parse(sort)
     position = None if not cursor else decode_cursor(order, cursor)
@@ -264,7 +257,7 @@ def claim_list(
     if prefix:
         rows = rows.filter(workflow_id__startswith=prefix)
     if search:
-        rows = _with_substring(rows, search)
+        rows = with_substring(rows, search)
     keys: list[Any] | None = None  # the rows' sort values, where the columns do not hold them
     if order.field == "state":
         scope = (_states_in_scope(state), scoped, now_ms, timing, sessions)
@@ -287,23 +280,6 @@ def claim_list(
         value = keys[limit - 1] if keys is not None else _sort_value(order, last_view, last_raw)
         next_cursor = encode_cursor(order, value, last_view.workflow_id)
     return ClaimPage(items, next_cursor, now_ms, order.key)
-
-
-def _with_substring(rows: WorkflowClaimQuerySet, search: str) -> WorkflowClaimQuerySet:
-    """The rows whose workflow id contains ``search``, case-sensitive as ids are. On
-    PostgreSQL, for three characters or more, the ids are first found through the trigram
-    index over the insert-only id table (claims.models.id_search), up to
-    SEARCH_CANDIDATES of them, and the claim rows read by primary key: a literal list, so
-    no join plan rests on an estimate of how many claim rows a scope holds. A fragment
-    that matches more ids, and SQLite, use strpos / instr over the claim rows (on
-    PostgreSQL a third of the cost of a LIKE over the same scan): the matches are then
-    common, and the page stops reading once it has its rows."""
-    if connections[rows.db].vendor == "postgresql" and len(search) >= TRIGRAM:
-        matching = ClaimIdSearch.objects.using(rows.db).filter(workflow_id__contains=search)
-        ids = list(matching.values_list("workflow_id", flat=True)[: SEARCH_CANDIDATES + 1])
-        if len(ids) <= SEARCH_CANDIDATES:
-            return rows.filter(workflow_id__in=ids)
-    return rows.alias(found_at=StrIndex("workflow_id", Value(search))).filter(found_at__gt=0)
 
 
 def workflow_id_known(workflow_id: str) -> bool:

@@ -45,6 +45,12 @@ class TooManyRequests(BadInput):
     status = 429
 
 
+class TooSlow(BadInput):
+    """A read ran past its time limit and was stopped (weftboard.read_time_limit)."""
+
+    status = 503
+
+
 def status_for(error: Exception) -> int:
     if isinstance(error, BadInput):
         return error.status
@@ -67,6 +73,7 @@ TITLES = {
     404: "Not found",
     409: "Conflict",
     429: "Too many requests",
+    503: "Too slow",
 }
 
 

@@ -12,7 +12,7 @@ from claims.models import ClaimIdSearch, WorkflowClaim
 from claims.protocol import ClaimMetrics, ClaimRegistry, ClaimTiming
 from claims.protocol.testing import FakeClock
 from claims.selectors import claim_list
-from claims.selectors.claims import _with_substring
+from claims.selectors.claim_search import with_substring
 from claims.store import OrmClaimStore
 from tests.factories import make_claim
 
@@ -83,7 +83,7 @@ def test_a_search_of_three_characters_finds_its_ids_through_the_trigram_index() 
         for setting in ("enable_seqscan", "enable_indexscan", "enable_indexonlyscan"):
             cursor.execute(f"SET LOCAL {setting} = off")
         with CaptureQueriesContext(connection) as queries:
-            rows = _with_substring(WorkflowClaim.objects.all(), "017")
+            rows = with_substring(WorkflowClaim.objects.all(), "017")
         (lookup,) = queries.captured_queries
         cursor.execute(f"EXPLAIN {lookup['sql']}")
         plan = "\n".join(line for (line,) in cursor.fetchall())
@@ -96,11 +96,11 @@ def test_a_search_of_three_characters_finds_its_ids_through_the_trigram_index() 
 def test_a_fragment_matching_more_ids_than_the_candidates_reads_the_claim_rows(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr("claims.selectors.claims.SEARCH_CANDIDATES", 5)
+    monkeypatch.setattr("claims.selectors.claim_search.SEARCH_CANDIDATES", 5)
     for n in range(12):
         make_claim(f"wf-{n:03d}")
     make_claim("other-1")
-    plan = _with_substring(WorkflowClaim.objects.all(), "wf-").explain()
+    plan = with_substring(WorkflowClaim.objects.all(), "wf-").explain()
     assert "strpos" in plan
     assert found("wf-") == [f"wf-{n:03d}" for n in range(12)]
     assert found("wf-01") == ["wf-010", "wf-011"]  # five or fewer: by primary key
@@ -110,7 +110,7 @@ def test_a_shorter_search_reads_the_claim_rows() -> None:
     for n in range(30):
         make_claim(f"wf-{n:03d}")
     with CaptureQueriesContext(connection) as queries:
-        plan = _with_substring(WorkflowClaim.objects.all(), "17").explain()
+        plan = with_substring(WorkflowClaim.objects.all(), "17").explain()
     assert "claims_claimidsearch" not in queries.captured_queries[0]["sql"]
     assert "strpos" in plan
     assert found("17") == ["wf-017"]

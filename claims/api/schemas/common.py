@@ -87,7 +87,8 @@ class ValidationErrorOut(Schema):
 
 
 # Answers every route may give besides its own: documented once, listed on each route.
-READ_ERRORS: dict[int, Any] = {401: ErrorOut, 422: ValidationErrorOut}
+# 503: a read stopped at its time limit (WEFTBOARD_READ_TIMEOUT_MS).
+READ_ERRORS: dict[int, Any] = {401: ErrorOut, 422: ValidationErrorOut, 503: ErrorOut}
 WRITE_ERRORS: dict[int, Any] = {
     400: ErrorOut,
     401: ErrorOut,
