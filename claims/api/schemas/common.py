@@ -88,7 +88,12 @@ class ValidationErrorOut(Schema):
 
 # Answers every route may give besides its own: documented once, listed on each route.
 # 503: a read stopped at its time limit (WEFTBOARD_READ_TIMEOUT_MS).
-READ_ERRORS: dict[int, Any] = {401: ErrorOut, 422: ValidationErrorOut, 503: ErrorOut}
+READ_ERRORS: dict[int, Any] = {
+    401: ErrorOut,
+    422: ValidationErrorOut,
+    429: ErrorOut,  # over WEFTBOARD_READ_RATE
+    503: ErrorOut,  # a read past WEFTBOARD_READ_TIMEOUT_MS
+}
 WRITE_ERRORS: dict[int, Any] = {
     400: ErrorOut,
     401: ErrorOut,
