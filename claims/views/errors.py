@@ -82,7 +82,11 @@ def error_response(
 ) -> HttpResponse:
     """The error page, or for HTMX the error fragment swapped into ``target``; nothing changed."""
     status = status_for(error)
-    context = {"status": status, "title": TITLES.get(status, "Error"), "message": str(error)}
+    message = str(error)
+    # The page goes on with "Nothing was changed.": a rule's message ends its sentence.
+    if message and message[-1] not in ".!?":
+        message += "."
+    context = {"status": status, "title": TITLES.get(status, "Error"), "message": message}
     if request.htmx:
         response = render(request, "claims/error.html#error", context, status=status)
         return reswap(retarget(response, target), "innerHTML")
