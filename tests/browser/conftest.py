@@ -8,6 +8,7 @@ download browsers in this environment, so it always launches the system Chromium
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -31,6 +32,8 @@ AXE_SCRIPT = ROOT / "node_modules" / "axe-core" / "axe.min.js"
 SCREENSHOTS = ROOT / "docs" / "screenshots"
 VIEWPORT: ViewportSize = {"width": 1280, "height": 900}
 TIMEOUT_MS = 10_000
+# How long the live server must stay without a running request before the test's data goes.
+QUIET_S = 0.3
 
 OPERATOR_PERMISSIONS = (
     "force_claim",
@@ -135,6 +138,26 @@ def context(chromium: Browser, live_server: Any) -> Iterator[BrowserContext]:
         yield ctx
     finally:
         ctx.close()
+        requests_finished(live_server)
+
+
+def requests_finished(live_server: Any, timeout_s: float = 10.0) -> None:
+    """Wait for the live server's request threads. A poll the closed tab sent just before
+    still runs on the server, inside its read's transaction (weftboard.read_time_limit);
+    the test's database flush would deadlock on its locks, or the request would find the
+    database closed to it and log an error."""
+    httpd = live_server.thread.httpd
+    deadline = time.monotonic() + timeout_s
+    quiet_since = time.monotonic()
+    # A request the tab sent last may still wait in the socket's backlog: done only once
+    # no thread has run for a moment.
+    while time.monotonic() < deadline and time.monotonic() - quiet_since < QUIET_S:
+        running = [thread for thread in list(httpd._threads) if thread.is_alive()]
+        for thread in running:
+            thread.join(max(0.0, deadline - time.monotonic()))
+        if running:
+            quiet_since = time.monotonic()
+        time.sleep(0.02)
 
 
 @pytest.fixture
