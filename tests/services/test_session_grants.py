@@ -11,7 +11,7 @@ import pytest
 from claims.fleet_clock import fleet_clock
 from claims.models import EngineSession
 from claims.models.sessions import SessionRowsAreKeptError
-from claims.protocol import ClaimRegistry, ClaimTiming, Holder
+from claims.protocol import ClaimRegistry, ClaimTiming, Holder, SessionLeases
 from claims.protocol.session_lease import EngineSessionLease
 from claims.services.claims import claim_force_takeover
 from claims.services.workflows import workflow_start
@@ -31,7 +31,9 @@ def session_engine(engine_id: str) -> ClaimRegistry:
     store, clock, timing = OrmClaimStore(), fleet_clock(), ClaimTiming()
     session = EngineSessionLease(store, engine_id=engine_id, clock=clock, timing=timing)
     assert session.open().status == "opened"
-    return ClaimRegistry(store, engine_id=engine_id, clock=clock, timing=timing, session=session)
+    return ClaimRegistry(
+        store, engine_id=engine_id, clock=clock, timing=timing, liveness=SessionLeases(session)
+    )
 
 
 def test_a_forced_takeover_to_an_engine_under_a_session_names_that_session(
