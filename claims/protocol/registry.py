@@ -29,6 +29,7 @@ from .renewal import RENEW_CHUNK
 from .session_lease import EngineSessionLease
 from .store import ClaimStore
 from .timing import ClaimTiming
+from .transitions import carry_out_grant
 
 T = TypeVar("T")
 
@@ -190,16 +191,7 @@ class ClaimRegistry(HeldClaims):
         workflow_id, holder = plan.workflow_id, plan.holder
         assert holder.epoch is not None
         with self._in_doubt_on_error(workflow_id, holder.epoch, holder, sent):
-            if insert:
-                granted = self.store.cas_insert(workflow_id, holder=holder, event=plan.event)
-            else:
-                granted = self.store.cas_grant(
-                    workflow_id,
-                    expected_epoch=plan.expected_epoch,
-                    expected_holder=plan.expected_holder,
-                    holder=holder,
-                    event=plan.event,
-                )
+            granted = carry_out_grant(self.store, plan, insert=insert)
         if not granted:
             return self._lost_race(workflow_id)
         return self._granted(workflow_id, holder, sent_monotonic_ms=sent)
