@@ -28,6 +28,10 @@ logger = logging.getLogger("weftboard.claims")
 
 
 class HeldClaims:
+    """The state a registry shares with its liveness strategy: held claims in grant order,
+    their deadlines and cooldowns, renewals in flight, releases begun, statements in doubt.
+    ``is_current`` is the strategy's judgement of a holder (``Liveness.names_current``)."""
+
     def __init__(
         self,
         store: ClaimStore,

@@ -20,14 +20,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Literal, Protocol
+from typing import Literal, Protocol
 
+from .held_claims import HeldClaims
 from .metrics import ClaimMetrics
 from .records import ClaimResult, ClaimRow, Holder
 from .session_lease import EngineSessionLease
-
-if TYPE_CHECKING:
-    from .held_claims import HeldClaims
 
 
 @dataclass(frozen=True)

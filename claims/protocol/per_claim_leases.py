@@ -17,7 +17,7 @@ from .metrics import ClaimMetrics
 from .records import ClaimResult, ClaimRow, Holder
 from .renewal import RENEW_CHUNK, ClaimRenewals
 from .session_lease import EngineSessionLease
-from .session_takeover import close_expired_sessions
+from .session_takeover import close_expired_sessions_for
 
 logger = logging.getLogger("weftboard.claims")
 
@@ -70,15 +70,7 @@ class PerClaimLeases:
     def prepare_takeover(self, rows: Mapping[str, ClaimRow], now_ms: int) -> dict[str, ClaimRow]:
         """Close the expired sessions the rows name: an engine-lease engine that died
         before the fleet switched mode left them (docs/design.md §12, "Switching")."""
-        claims = self.claims
-        return close_expired_sessions(
-            claims.store,
-            rows,
-            now_ms=now_ms,
-            timing=claims.timing,
-            by=claims.engine_id,
-            metrics=claims.metrics,
-        )
+        return close_expired_sessions_for(self.claims, rows, now_ms)
 
     def give_up_all(self, release: Callable[[str], object]) -> None:
         """Best effort: one failure never keeps the others held."""

@@ -20,7 +20,7 @@ from .log_events import log_event
 from .metrics import ClaimMetrics
 from .records import ClaimResult, ClaimRow, Holder
 from .session_lease import EngineSessionLease
-from .session_takeover import close_expired_sessions
+from .session_takeover import close_expired_sessions_for
 
 logger = logging.getLogger("weftboard.claims")
 
@@ -102,15 +102,7 @@ class SessionLeases:
 
     def prepare_takeover(self, rows: Mapping[str, ClaimRow], now_ms: int) -> dict[str, ClaimRow]:
         """Close the expired sessions the rows name, once each."""
-        claims = self.claims
-        return close_expired_sessions(
-            claims.store,
-            rows,
-            now_ms=now_ms,
-            timing=claims.timing,
-            by=claims.engine_id,
-            metrics=claims.metrics,
-        )
+        return close_expired_sessions_for(self.claims, rows, now_ms)
 
     # -- renewal ---------------------------------------------------------------------
 

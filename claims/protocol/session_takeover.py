@@ -11,6 +11,7 @@ import logging
 from collections.abc import Mapping
 from dataclasses import replace
 
+from .held_claims import HeldClaims
 from .log_events import log_event
 from .metrics import ClaimMetrics
 from .records import ClaimRow
@@ -19,6 +20,21 @@ from .sessions import SessionRow, SessionStore, may_close_for_takeover
 from .timing import ClaimTiming
 
 logger = logging.getLogger("weftboard.claims")
+
+
+def close_expired_sessions_for(
+    claims: HeldClaims, rows: Mapping[str, ClaimRow], now_ms: int
+) -> dict[str, ClaimRow]:
+    """``close_expired_sessions`` as the engine holding ``claims``, with its store, timing
+    and metrics."""
+    return close_expired_sessions(
+        claims.store,
+        rows,
+        now_ms=now_ms,
+        timing=claims.timing,
+        by=claims.engine_id,
+        metrics=claims.metrics,
+    )
 
 
 def close_expired_sessions(
