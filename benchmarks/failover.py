@@ -28,7 +28,10 @@ from claims.protocol import (
     ClaimMetrics,
     ClaimRegistry,
     ClaimTiming,
+    Liveness,
+    PerClaimLeases,
     ReclaimTarget,
+    SessionLeases,
     run_reclaim_pass,
     run_renew_pass,
 )
@@ -127,10 +130,11 @@ def _engine(
     engine_id: str, store: OrmClaimStore, clock: Any, timing: ClaimTiming, mode: str
 ) -> ClaimRegistry:
     """One engine's registry; under a session of its own in the engine-lease mode."""
-    session = None
+    liveness: Liveness = PerClaimLeases()
     if mode == "engine-lease":
         session = EngineSessionLease(store, engine_id=engine_id, clock=clock, timing=timing)
-    return ClaimRegistry(store, engine_id=engine_id, clock=clock, timing=timing, session=session)
+        liveness = SessionLeases(session)
+    return ClaimRegistry(store, engine_id=engine_id, clock=clock, timing=timing, liveness=liveness)
 
 
 def failover(

@@ -29,6 +29,7 @@ from claims.protocol import (
     ClaimRegistry,
     ClaimTiming,
     ReclaimTarget,
+    SessionLeases,
     run_reclaim_pass,
     run_renew_pass,
 )
@@ -164,7 +165,9 @@ def _engine_lease() -> dict[str, Any]:
         engine_id=RECLAIMER,
         clock=clock,
         timing=timing,
-        session=EngineSessionLease(timed, engine_id=RECLAIMER, clock=clock, timing=timing),
+        liveness=SessionLeases(
+            EngineSessionLease(timed, engine_id=RECLAIMER, clock=clock, timing=timing)
+        ),
     )
     reclaim, reclaimed, sources = _reclaim_pass_ms(reclaimer)
     return {

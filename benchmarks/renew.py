@@ -167,8 +167,8 @@ def run(n: int, *, binding: bool) -> tuple[dict[str, Any], Section, list[Target]
         + ("; ANALYZE after load" if setup["analyzed"] else "")
     )
     section.notes.append(
-        "the baseline conditions on epoch+engine only; the pass on epoch and all four "
-        "holder columns, with 5 arrays, and keeps per-id outcomes; store.renew_many = "
+        "the baseline conditions on epoch+engine only; the pass on epoch and all five "
+        "holder columns, one array each, and keeps per-id outcomes; store.renew_many = "
         "building its parameters + the SQL round trips; registry + pass = everything else "
         "(per-id bookkeeping in Python)"
     )

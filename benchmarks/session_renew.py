@@ -11,7 +11,15 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from claims.models import ClaimEvent, EngineSession, WorkflowClaim
-from claims.protocol import ClaimMetrics, ClaimRegistry, ClaimTiming, run_renew_pass
+from claims.protocol import (
+    ClaimMetrics,
+    ClaimRegistry,
+    ClaimTiming,
+    Liveness,
+    PerClaimLeases,
+    SessionLeases,
+    run_renew_pass,
+)
 from claims.protocol.session_lease import EngineSessionLease
 from claims.protocol.testing import FakeClock
 from claims.store import OrmClaimStore
@@ -32,16 +40,17 @@ FLATNESS_TARGET = 1.5
 
 def _registry(mode: str, clock: FakeClock, timing: ClaimTiming) -> ClaimRegistry:
     store = OrmClaimStore()
-    session = None
+    liveness: Liveness = PerClaimLeases()
     if mode == "engine-lease":
         session = EngineSessionLease(store, engine_id=ENGINE, clock=clock, timing=timing)
+        liveness = SessionLeases(session)
     return ClaimRegistry(
         store,
         engine_id=ENGINE,
         clock=clock,
         timing=timing,
         metrics=ClaimMetrics(),
-        session=session,
+        liveness=liveness,
     )
 
 

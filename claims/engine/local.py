@@ -32,8 +32,11 @@ from claims.protocol import (
     ClaimMetrics,
     ClaimRegistry,
     ClaimTiming,
+    Liveness,
     OffsetClock,
+    PerClaimLeases,
     ReclaimTarget,
+    SessionLeases,
     run_reclaim_pass,
     run_renew_pass,
 )
@@ -70,25 +73,12 @@ class LocalEngine:
         """``on_dead`` is called with the disposal thread once the engine found that beat
         marked it dead (claims/engine/death.py): the worker ends its process with it."""
         self.engine_id = engine_id
-        self.mode = mode
         self.name = name  # the Celery worker's node name, shown beside the id
         self.queue = queue
         self.timing = timing
         self.clock = clock
         self.store = OrmClaimStore()
         self.metrics = ClaimMetrics()
-        # In the engine-lease mode every claim lives while this engine's session does.
-        session = (
-            EngineSessionLease(
-                self.store,
-                engine_id=engine_id,
-                clock=clock,
-                timing=timing,
-                monotonic=clock.monotonic_ms,
-            )
-            if mode == "engine-lease"
-            else None
-        )
         self.registry = ClaimRegistry(
             self.store,
             engine_id=engine_id,
@@ -96,7 +86,7 @@ class LocalEngine:
             timing=timing,
             metrics=self.metrics,
             monotonic=clock.monotonic_ms,
-            session=session,
+            liveness=self._liveness(mode),
         )
         self.drain = EngineDrain(self.registry, disposing=self.is_disposing, wake=self.trigger)
         self.driver = WorkflowDriver(self.registry, clock=clock, disposing=self.drain.drives_pause)
@@ -124,13 +114,28 @@ class LocalEngine:
         )
         self.database = outages.DatabaseOutage(engine_id)
 
+    def _liveness(self, mode: EngineOwnershipMode) -> Liveness:
+        """The one place the ownership mode chooses how this engine keeps its claims alive
+        (claims/protocol/liveness.py): the registry never asks the mode again."""
+        if mode == "engine-lease":
+            # Every claim lives while this engine's session does.
+            session = EngineSessionLease(
+                self.store,
+                engine_id=self.engine_id,
+                clock=self.clock,
+                timing=self.timing,
+                monotonic=self.clock.monotonic_ms,
+            )
+            return SessionLeases(session)
+        return PerClaimLeases()
+
     # -- lifecycle ---------------------------------------------------------------
 
     def start(self) -> None:
         engines.engine_register(
             engine_id=self.engine_id, queue=self.queue, now_ms=self.clock(), name=self.name
         )
-        self._open_session()
+        self.registry.liveness.start()
         for name in PASS_NAMES:
             thread = threading.Thread(
                 target=self._pass_loop, args=(name,), name=f"pass-{name}", daemon=True
@@ -138,16 +143,6 @@ class LocalEngine:
             thread.start()
             self._threads.append(thread)
         self.trigger()
-
-    def _open_session(self) -> None:
-        """Open the session at boot, so the pages show it before the first grant; a failure
-        here is not fatal, as the first grant opens it (and says so if it cannot)."""
-        if self.registry.session is None:
-            return
-        try:
-            self.registry.session_epoch()
-        except Exception:
-            logger.exception("engine %s could not open its session at start", self.engine_id)
 
     def trigger(self) -> None:
         """A tick: wake every sub-pass that is not already running."""

@@ -27,12 +27,15 @@ from .errors import (
 )
 from .gate import ensure_ownership_mode
 from .ids import check_workflow_id
+from .liveness import Liveness, RenewPassResult
 from .metrics import ClaimMetrics, MetricsSnapshot, render_prometheus
 from .offset_clock import Clock, OffsetClock, system_clock
-from .passes import ReclaimPassResult, RenewPassResult, run_reclaim_pass, run_renew_pass
+from .passes import ReclaimPassResult, run_reclaim_pass, run_renew_pass
+from .per_claim_leases import PerClaimLeases
 from .reclaim import ReclaimTarget
 from .records import ClaimEventRecord, ClaimResult, ClaimRow, Holder
 from .registry import ClaimRegistry
+from .session_leases import SessionLeases
 from .store import ClaimStore
 from .timing import ClaimTiming, is_claim_expired, parse_duration_ms
 from .transitions import rotate_claim
@@ -60,13 +63,16 @@ __all__ = [
     "Holder",
     "InvalidTransitionError",
     "InvalidWorkflowIdError",
+    "Liveness",
     "MetricsSnapshot",
     "OffsetClock",
     "OwnershipMarkerUnreadableError",
     "OwnershipModeMismatchError",
+    "PerClaimLeases",
     "ReclaimPassResult",
     "ReclaimTarget",
     "RenewPassResult",
+    "SessionLeases",
     "StaleEpochError",
     "WorkflowClaimUnavailableError",
     "WorkflowNotFoundError",

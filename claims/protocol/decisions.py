@@ -36,13 +36,15 @@ class Decide(Protocol):
 
 
 def new_holder(
-    engine_id: str, epoch: int, now_ms: int, timing: ClaimTiming, session_epoch: int | None = None
+    engine_id: str, epoch: int, now_ms: int, *, ttl_ms: int, session_epoch: int | None = None
 ) -> Holder:
-    """The holder a grant at ``epoch`` writes: claimed now, alive for one TTL; or, under a
-    session, alive while that session is (no expiry of its own)."""
+    """The holder a grant at ``epoch`` writes, whoever grants it (an engine, an operator's
+    forced takeover, a start naming an engine): claimed now, alive for ``ttl_ms``; or,
+    naming a session, alive while that session is (no expiry of its own). The one place
+    this rule is written."""
     if session_epoch is not None:
         return Holder(engine_id, epoch, None, now_ms, session_epoch)
-    return Holder(engine_id, epoch, now_ms + timing.ttl_ms, now_ms)
+    return Holder(engine_id, epoch, now_ms + ttl_ms, now_ms)
 
 
 def _plan(
@@ -62,7 +64,7 @@ def _plan(
         workflow_id,
         before or 0,
         expected_holder,
-        new_holder(engine_id, epoch, now_ms, timing, session_epoch),
+        new_holder(engine_id, epoch, now_ms, ttl_ms=timing.ttl_ms, session_epoch=session_epoch),
         event,
     )
 

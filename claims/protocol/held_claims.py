@@ -4,7 +4,8 @@ The registry caches, per held workflow, the exact holder values it last wrote;
 every CAS compares all of them, so any foreign write (takeover, rotation,
 operator action) makes this engine's next renew or release fail cleanly.
 This is the state every registry call shares (docs/design.md §3), and the one way
-each takes what a read shows of a statement in doubt.
+each takes what a read shows of a statement in doubt. The liveness strategy
+(``liveness.py``) works on this state too: it renews and judges what is cached here.
 """
 
 from __future__ import annotations
@@ -14,14 +15,12 @@ import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 
-from .decisions import new_holder
 from .doubts import Doubt, Doubts, Verdict
 from .flight import Flight
 from .log_events import log_event
 from .metrics import ClaimMetrics
 from .offset_clock import Clock
 from .records import ClaimEventRecord, ClaimResult, ClaimRow, EventKind, GrantPlan, Holder
-from .session_lease import EngineSessionLease
 from .store import ClaimStore
 from .timing import ClaimTiming
 
@@ -29,6 +28,10 @@ logger = logging.getLogger("weftboard.claims")
 
 
 class HeldClaims:
+    """The state a registry shares with its liveness strategy: held claims in grant order,
+    their deadlines and cooldowns, renewals in flight, releases begun, statements in doubt.
+    ``is_current`` is the strategy's judgement of a holder (``Liveness.names_current``)."""
+
     def __init__(
         self,
         store: ClaimStore,
@@ -39,7 +42,7 @@ class HeldClaims:
         metrics: ClaimMetrics | None = None,
         on_claim_lost: Callable[[str], object] | None = None,
         monotonic: Clock | None = None,
-        session: EngineSessionLease | None = None,
+        is_current: Callable[[Holder], bool],
     ) -> None:
         if not engine_id:
             raise ValueError("engine_id must be a non-empty string")
@@ -51,12 +54,9 @@ class HeldClaims:
         self.timing = timing
         self.metrics = metrics
         self._on_claim_lost = on_claim_lost
-        # The engine-lease mode: claims name this session and live while it does (None:
-        # the workflow-lease mode, each claim renewed on its own).
-        if session is not None and session.engine_id != engine_id:
-            raise ValueError("the session must belong to the registry's engine")
-        self.session = session
-        self._moves_read_at_ms: int | None = None  # forget_moved_claims' last look
+        # The liveness strategy's judgement of a holder: whether a claim it names may be
+        # kept and driven now (one naming a session no longer open may not).
+        self._is_current = is_current
         self._lock = threading.Lock()
         self._held: dict[str, Holder] = {}  # insertion order is grant order
         self._cooldown_from_ms: dict[str, int] = {}
@@ -87,25 +87,12 @@ class HeldClaims:
         older than a few TTLs is dropped: whatever it wrote has lapsed by then."""
         return self._doubts.ids(sent_after_ms=self._monotonic() - 3 * self.timing.ttl_ms)
 
-    def within_deadline(self, workflow_id: str) -> bool:
-        """True while my last successful grant or renewal cannot yet have lapsed.
-
-        Measured from before that statement was sent, so a stalled engine stops
-        starting side effects before anyone could have taken the claim over.
-        """
-        with self._lock:
-            deadline = self._deadline_ms.get(workflow_id)
-        return deadline is not None and self._monotonic() < deadline
-
     def in_cooldown(self, workflow_id: str, now_ms: int) -> bool:
         with self._lock:
             lost_at = self._cooldown_from_ms.get(workflow_id)
         return lost_at is not None and lost_at <= now_ms < lost_at + self.timing.renew_interval_ms
 
     # -- the cache -------------------------------------------------------------
-
-    def _new_holder(self, epoch: int, now_ms: int) -> Holder:
-        return new_holder(self.engine_id, epoch, now_ms, self.timing)
 
     def _event(
         self,
@@ -124,9 +111,26 @@ class HeldClaims:
             self._deadline_ms[workflow_id] = sent_monotonic_ms + self.timing.ttl_ms
             self._cooldown_from_ms.pop(workflow_id, None)
         self._doubts.clear(workflow_id)
+        if self._drop_if_not_current(workflow_id, holder):
+            # Granted under a session lost meanwhile: the claim is takeover-eligible at
+            # once, so it is not this engine's to drive; a later takeover can make it so.
+            return ClaimResult("lost-race", workflow_id)
         return ClaimResult(
             "acquired", workflow_id, epoch=holder.epoch, expires_at_ms=holder.expires_at_ms
         )
+
+    def _drop_if_not_current(self, workflow_id: str, holder: Holder) -> bool:
+        """Forget ``holder`` if the liveness strategy no longer keeps a claim naming it (one
+        naming a session that is no longer the open one). Checked after caching: a lost
+        session's sweep runs after the session forgot its epoch, so a holder cached before
+        this check is swept, and one cached after it is dropped here."""
+        if self._is_current(holder):
+            return False
+        with self._lock:
+            if self._held.get(workflow_id) is holder:
+                self._forget(workflow_id)
+        self._doubts.clear(workflow_id)
+        return True
 
     def _granted_earlier(self, workflow_id: str) -> ClaimResult:
         """The result of a grant whose answer was lost, found committed by a later read
@@ -150,6 +154,37 @@ class HeldClaims:
             if self._held.get(workflow_id) is held:
                 self._forget(workflow_id)
         self._doubts.clear(workflow_id)
+
+    @contextmanager
+    def _releasing_claim(
+        self, workflow_id: str, expected_epoch: int | None = None
+    ) -> Iterator[Holder | ClaimResult]:
+        """The preamble of ``release`` and ``finish``: mark the id releasing, so no renewal
+        starts, wait for one already in flight, and yield the claim as held when the
+        release began; unmark on the way out. Yields the ``not-held`` refusal instead,
+        marking nothing, when the claim is not held (at ``expected_epoch``, if given) or
+        is being released already."""
+        flight = None
+        with self._lock:
+            held = self._held.get(workflow_id)
+            if held is None or workflow_id in self._releasing:
+                began: Holder | ClaimResult = ClaimResult("not-held", workflow_id)
+            elif expected_epoch is not None and held.epoch != expected_epoch:
+                began = ClaimResult("not-held", workflow_id, epoch=held.epoch)
+            else:
+                began = held
+                self._releasing.add(workflow_id)
+                flight = self._renewals.get(workflow_id)
+        if isinstance(began, ClaimResult):
+            yield began
+            return
+        try:
+            if flight is not None:
+                flight.wait_quietly()
+            yield began
+        finally:
+            with self._lock:
+                self._releasing.discard(workflow_id)
 
     def _lost_race(self, workflow_id: str) -> ClaimResult:
         row: ClaimRow | None = self.store.read_claim(workflow_id)
@@ -187,6 +222,20 @@ class HeldClaims:
                 self._doubts.add(plan.workflow_id, Doubt(epoch, plan.holder, sent_monotonic_ms))
             raise
 
+    def _results_of(
+        self, plans: list[GrantPlan], granted: set[str], sent: int
+    ) -> dict[str, ClaimResult]:
+        """Per planned id of a set-based grant: ``acquired`` and cached, or ``lost-race``."""
+        results: dict[str, ClaimResult] = {}
+        for plan in plans:
+            if plan.workflow_id in granted:
+                results[plan.workflow_id] = self._granted(
+                    plan.workflow_id, plan.holder, sent_monotonic_ms=sent
+                )
+            else:
+                results[plan.workflow_id] = ClaimResult("lost-race", plan.workflow_id)
+        return results
+
     def _settle_by_reading(self, workflow_id: str) -> Verdict | None:
         """``_settle`` with the row read now, only if something about it is in doubt."""
         if not self._doubts.has(workflow_id):
@@ -196,7 +245,9 @@ class HeldClaims:
     def _settle(self, workflow_id: str, row: ClaimRow | None) -> Verdict | None:
         """Take what ``row`` shows of this id's statements in doubt: a grant or renewal
         that landed becomes the cached claim, a release that landed drops it. None when
-        nothing about this id is in doubt."""
+        nothing about this id is in doubt. A grant in doubt that landed naming a session
+        lost since is not this engine's: the row names a closed session, so the caller
+        takes it over afresh, under the open one (``not-written``)."""
         if not self._doubts.has(workflow_id):
             return None
         verdict, doubt = self._doubts.judge(workflow_id, row)
@@ -213,6 +264,13 @@ class HeldClaims:
             row is not None and all(row.epoch > d for d in self._doubts.epochs(workflow_id))
         ):
             self._doubts.clear(workflow_id)  # settled for good: nothing of it can land later
+        held = self.held_claim(workflow_id)
+        if (
+            verdict == "written"
+            and held is not None
+            and self._drop_if_not_current(workflow_id, held)
+        ):
+            return "not-written"
         return verdict
 
     def _report_lost(self, workflow_id: str, held: Holder, at_ms: int) -> None:

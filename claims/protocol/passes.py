@@ -8,6 +8,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
+from .liveness import RenewPassResult
 from .metrics import ClaimMetrics
 from .reclaim import ReclaimTarget
 from .registry import ClaimRegistry
@@ -24,13 +25,6 @@ class Mapper(Protocol):
 
 
 @dataclass(frozen=True)
-class RenewPassResult:
-    outcomes: list[tuple[str, Literal["renewed", "failed"]]] = field(default_factory=list)
-    renewed_count: int = 0
-    failed_count: int = 0
-
-
-@dataclass(frozen=True)
 class ReclaimPassResult:
     status: Literal["completed", "discovery-failed"]
     outcomes: list[tuple[str, str]] = field(default_factory=list)
@@ -38,38 +32,10 @@ class ReclaimPassResult:
 
 
 def run_renew_pass(registry: ClaimRegistry, metrics: ClaimMetrics | None = None) -> RenewPassResult:
-    """Renew every held claim; ``lost`` and store errors both count as renewal failures.
-    Under a session (the engine-lease mode) the pass is the one session renewal, and its
-    result carries counts only: nothing in it grows with the claims held."""
-    if registry.session is not None:
-        return _renew_session_pass(registry, metrics)
-    outcomes: list[tuple[str, Literal["renewed", "failed"]]] = []
-    for workflow_id, result in registry.renew_all():
-        if result is not None and result.status == "not-held":
-            continue  # released while the pass ran: neither renewed nor a failure
-        renewed = result is not None and result.status == "renewed"
-        outcomes.append((workflow_id, "renewed" if renewed else "failed"))
-        if not renewed and metrics is not None:
-            metrics.record_renewal_failure()
-    if metrics is not None:
-        metrics.set_active_claims(len(registry.held_workflow_ids()))
-    renewed_count = sum(status == "renewed" for _, status in outcomes)
-    return RenewPassResult(outcomes, renewed_count, len(outcomes) - renewed_count)
-
-
-def _renew_session_pass(registry: ClaimRegistry, metrics: ClaimMetrics | None) -> RenewPassResult:
-    renewal = registry.renew_session()
-    # Per workflow, as the per-workflow pass counts: a lost session fails each claim it
-    # held, and a renewal that raised fails each claim it was renewing.
-    failed = renewal.lost if renewal.status == "lost" else 0
-    if renewal.status == "failed":
-        failed = renewal.held
-    renewed = renewal.held if renewal.status == "renewed" else 0
-    if metrics is not None:
-        if failed:
-            metrics.record_renewal_failure(failed)
-        metrics.set_active_claims(renewal.held)
-    return RenewPassResult([], renewed, failed)
+    """Keep every held claim alive, the way the registry's liveness strategy does:
+    per claim, set-based (``lost`` and store errors both count as renewal failures), or
+    the one session renewal, whose result carries counts only."""
+    return registry.liveness.renew_pass(metrics)
 
 
 def run_reclaim_pass(target: ReclaimTarget, *, executor: Mapper | None = None) -> ReclaimPassResult:

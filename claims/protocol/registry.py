@@ -4,36 +4,96 @@ The registry caches, per held workflow, the exact holder values it last wrote;
 every CAS compares all of them, so any foreign write (takeover, rotation,
 operator action) makes this engine's next renew or release fail cleanly.
 Statements run on the calling thread: Django connections are per thread.
-Grants are judged by ``decisions``; the cache and doubts live in ``held_claims``,
-renewal in ``renewal`` (docs/design.md §3).
+Grants are judged by ``decisions``; the cache and doubts live in ``held_claims``.
+What the ownership modes differ in (the holder a grant mints, renewal, the local
+deadline, preparing a takeover, giving up at shutdown) is the one liveness strategy
+the registry is built with (``liveness.py``, docs/design.md §3).
 """
 
 from __future__ import annotations
 
-import logging
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import replace
 from typing import TypeVar
 
 from .decisions import Decide, decide_acquire, decide_takeover
 from .doubts import Doubt
 from .errors import EngineDeposedError
-from .records import ClaimResult, ClaimRow, ClaimStatus, GrantPlan, Holder
-from .renewal import ClaimRenewals
+from .held_claims import HeldClaims
+from .liveness import Liveness, SessionRenewal
+from .metrics import ClaimMetrics
+from .offset_clock import Clock
+from .per_claim_leases import PerClaimLeases
+from .records import ClaimResult, ClaimRow, ClaimStatus, GrantPlan
+from .renewal import RENEW_CHUNK
+from .session_lease import EngineSessionLease
+from .store import ClaimStore
+from .timing import ClaimTiming
+from .transitions import carry_out_grant
 
-logger = logging.getLogger("weftboard.claims")
 T = TypeVar("T")
 
 
-class ClaimRegistry(ClaimRenewals):
-    """Grants, adoption, release and fenced writes; renewal is inherited."""
+class ClaimRegistry(HeldClaims):
+    """Grants, adoption, release and fenced writes on the held claims' cache; liveness is
+    the strategy's (``PerClaimLeases`` unless another is given)."""
+
+    def __init__(
+        self,
+        store: ClaimStore,
+        *,
+        engine_id: str,
+        clock: Clock,
+        timing: ClaimTiming,
+        metrics: ClaimMetrics | None = None,
+        on_claim_lost: Callable[[str], object] | None = None,
+        monotonic: Clock | None = None,
+        liveness: Liveness | None = None,
+    ) -> None:
+        self.liveness: Liveness = liveness if liveness is not None else PerClaimLeases()
+        super().__init__(
+            store,
+            engine_id=engine_id,
+            clock=clock,
+            timing=timing,
+            metrics=metrics,
+            on_claim_lost=on_claim_lost,
+            monotonic=monotonic,
+            is_current=self.liveness.names_current,
+        )
+        self.liveness.bind(self)
+
+    # -- liveness: the strategy's ------------------------------------------------------
+
+    @property
+    def session(self) -> EngineSessionLease | None:
+        """The engine's session lease, for reading; None in a mode without one."""
+        return self.liveness.session
+
+    def session_epoch(self) -> int | None:
+        """The session grants name now (None: they carry their own expiry)."""
+        return self.liveness.session_epoch()
+
+    def within_deadline(self, workflow_id: str) -> bool:
+        return self.liveness.within_deadline(workflow_id)
+
+    def renew(self, workflow_id: str) -> ClaimResult:
+        return self.liveness.renew(workflow_id)
+
+    def renew_all(self, *, chunk_size: int = RENEW_CHUNK) -> list[tuple[str, ClaimResult | None]]:
+        return self.liveness.renew_all(chunk_size=chunk_size)
+
+    def renew_session(self) -> SessionRenewal:
+        return self.liveness.renew_session()
+
+    def forget_moved_claims(self) -> int:
+        return self.liveness.forget_moved_claims()
 
     # -- grants ----------------------------------------------------------------
 
     def acquire(self, workflow_id: str) -> ClaimResult:
         """Claim a workflow nobody holds. Never judges expiry: any holder present wins."""
-        session_epoch = self.session_epoch()
+        session_epoch = self.liveness.session_epoch()
         now, sent = self.clock(), self._monotonic()
         row = self.store.read_claim(workflow_id)
         if self._settle(workflow_id, row) == "written":
@@ -45,7 +105,7 @@ class ClaimRegistry(ClaimRenewals):
 
     def takeover(self, workflow_id: str) -> ClaimResult:
         """Steal an expired or invalid claim, minting the next epoch from the epoch column."""
-        session_epoch = self.session_epoch()
+        session_epoch = self.liveness.session_epoch()
         now, sent = self.clock(), self._monotonic()
         if self.in_cooldown(workflow_id, now):
             return ClaimResult("backoff-skipped", workflow_id)
@@ -53,7 +113,7 @@ class ClaimRegistry(ClaimRenewals):
         if self._settle(workflow_id, row) == "written":
             return self._granted_earlier(workflow_id)
         if row is not None:
-            row = self._close_expired_sessions({workflow_id: row}, now)[workflow_id]
+            row = self.liveness.prepare_takeover({workflow_id: row}, now)[workflow_id]
         decided = self._judge(decide_takeover, workflow_id, row, now, session_epoch)
         if isinstance(decided, ClaimResult):
             return decided
@@ -65,13 +125,13 @@ class ClaimRegistry(ClaimRenewals):
         Same judgement, per id, as ``takeover``; a ``lost-race`` here carries no
         ``held_by`` (no re-read), and a caller wanting one retries with ``takeover``.
         """
-        session_epoch = self.session_epoch()
+        session_epoch = self.liveness.session_epoch()
         now, sent = self.clock(), self._monotonic()
         results: dict[str, ClaimResult] = {}
         waiting = [wf for wf in workflow_ids if not self.in_cooldown(wf, now)]
         for workflow_id in set(workflow_ids) - set(waiting):
             results[workflow_id] = ClaimResult("backoff-skipped", workflow_id)
-        rows = self._close_expired_sessions(self.store.read_claims(waiting), now)
+        rows = self.liveness.prepare_takeover(self.store.read_claims(waiting), now)
         plans: list[GrantPlan] = []
         for workflow_id in waiting:
             row = rows.get(workflow_id)
@@ -90,7 +150,7 @@ class ClaimRegistry(ClaimRenewals):
     def acquire_many(self, workflow_ids: list[str]) -> dict[str, ClaimResult]:
         """``acquire`` for many ids: one read, then one set-based grant for the rows with
         no holder and one insert for the ids with no row. Never judges expiry."""
-        session_epoch = self.session_epoch()
+        session_epoch = self.liveness.session_epoch()
         now, sent = self.clock(), self._monotonic()
         rows = self.store.read_claims(workflow_ids)
         results: dict[str, ClaimResult] = {}
@@ -112,21 +172,17 @@ class ClaimRegistry(ClaimRenewals):
         return results
 
     def _judge(
-        self,
-        decide: Decide,
-        workflow_id: str,
-        row: ClaimRow | None,
-        now: int,
-        session_epoch: int | None,
+        self, decide: Decide, workflow_id: str, row: ClaimRow | None, now: int, session: int | None
     ) -> ClaimResult | GrantPlan:
-        """One grant judged by ``decisions``, as this engine at ``now``."""
+        """One grant judged by ``decisions``, as this engine at ``now``; the holder it plans
+        names ``session``, the one the liveness strategy gave (None: its own expiry)."""
         return decide(
             workflow_id,
             row,
             engine_id=self.engine_id,
             now_ms=now,
             timing=self.timing,
-            session_epoch=session_epoch,
+            session_epoch=session,
         )
 
     def _grant_one(self, plan: GrantPlan, sent: int, *, insert: bool) -> ClaimResult:
@@ -135,33 +191,10 @@ class ClaimRegistry(ClaimRenewals):
         workflow_id, holder = plan.workflow_id, plan.holder
         assert holder.epoch is not None
         with self._in_doubt_on_error(workflow_id, holder.epoch, holder, sent):
-            if insert:
-                granted = self.store.cas_insert(workflow_id, holder=holder, event=plan.event)
-            else:
-                granted = self.store.cas_grant(
-                    workflow_id,
-                    expected_epoch=plan.expected_epoch,
-                    expected_holder=plan.expected_holder,
-                    holder=holder,
-                    event=plan.event,
-                )
+            granted = carry_out_grant(self.store, plan, insert=insert)
         if not granted:
             return self._lost_race(workflow_id)
         return self._granted(workflow_id, holder, sent_monotonic_ms=sent)
-
-    def _results_of(
-        self, plans: list[GrantPlan], granted: set[str], sent: int
-    ) -> dict[str, ClaimResult]:
-        """Per planned id of a set-based grant: ``acquired`` and cached, or ``lost-race``."""
-        results: dict[str, ClaimResult] = {}
-        for plan in plans:
-            if plan.workflow_id in granted:
-                results[plan.workflow_id] = self._granted(
-                    plan.workflow_id, plan.holder, sent_monotonic_ms=sent
-                )
-            else:
-                results[plan.workflow_id] = ClaimResult("lost-race", plan.workflow_id)
-        return results
 
     def adopt(self, workflow_id: str, epoch: int) -> ClaimResult:
         """Cache a claim that an operator granted to this engine at ``epoch``."""
@@ -173,7 +206,7 @@ class ClaimRegistry(ClaimRenewals):
             or not row.holder_is_valid()
             or holder.engine_id != self.engine_id
             or row.epoch != epoch
-            or holder.session_epoch != (None if self.session is None else self.session.epoch)
+            or not self.liveness.names_current(holder)
         ):
             held_by = None if row is None else row.valid_holder_engine()
             return ClaimResult("not-held", workflow_id, held_by=held_by)
@@ -198,37 +231,6 @@ class ClaimRegistry(ClaimRenewals):
 
     # -- release ---------------------------------------------------------------
 
-    @contextmanager
-    def _releasing_claim(
-        self, workflow_id: str, expected_epoch: int | None = None
-    ) -> Iterator[Holder | ClaimResult]:
-        """The preamble of ``release`` and ``finish``: mark the id releasing, so no renewal
-        starts, wait for one already in flight, and yield the claim as held when the
-        release began; unmark on the way out. Yields the ``not-held`` refusal instead,
-        marking nothing, when the claim is not held (at ``expected_epoch``, if given) or
-        is being released already."""
-        flight = None
-        with self._lock:
-            held = self._held.get(workflow_id)
-            if held is None or workflow_id in self._releasing:
-                began: Holder | ClaimResult = ClaimResult("not-held", workflow_id)
-            elif expected_epoch is not None and held.epoch != expected_epoch:
-                began = ClaimResult("not-held", workflow_id, epoch=held.epoch)
-            else:
-                began = held
-                self._releasing.add(workflow_id)
-                flight = self._renewals.get(workflow_id)
-        if isinstance(began, ClaimResult):
-            yield began
-            return
-        try:
-            if flight is not None:
-                flight.wait_quietly()
-            yield began
-        finally:
-            with self._lock:
-                self._releasing.discard(workflow_id)
-
     def release(self, workflow_id: str, expected_epoch: int | None = None) -> ClaimResult:
         """Give the claim up; the epoch stays. Waits for an in-flight renewal first."""
         with self._releasing_claim(workflow_id, expected_epoch) as began:
@@ -248,16 +250,9 @@ class ClaimRegistry(ClaimRenewals):
             return ClaimResult(status, workflow_id, epoch=held.epoch)
 
     def release_all(self) -> None:
-        """Best effort at shutdown: one failure never keeps the others held. Under a
-        session, closing the session gives every claim up in one statement."""
-        if self.session is not None:
-            self._close_own_session()
-            return
-        for workflow_id in self.held_workflow_ids():
-            try:
-                self.release(workflow_id)
-            except Exception:
-                logger.exception("could not release workflow %s at shutdown", workflow_id)
+        """At shutdown, the strategy's way: each claim released (one failure never keeps
+        the others held), or the session closed, which gives every claim up at once."""
+        self.liveness.give_up_all(self.release)
 
     # -- fenced writes ---------------------------------------------------------
 

@@ -26,6 +26,7 @@ from claims.protocol.errors import (
 )
 from claims.protocol.ids import check_engine_id, check_workflow_id
 from claims.protocol.records import ClaimRow
+from claims.protocol.transitions import epoch_as_seen
 from claims.store import OrmClaimStore
 
 from .rules import operator_reason, refuse_if_read_only
@@ -63,10 +64,12 @@ def claim_force_release(
     reason = operator_reason(reason)
     with transaction.atomic():
         row = _store.read_claim(workflow_id)
-        # Ownerless at the epoch the operator saw: nothing to release, and a rotation
-        # would only grow the epoch and the audit log. (Any grant since would have moved
-        # the epoch, so the compare-and-swap below still catches a claim taken meanwhile.)
-        if row is not None and row.epoch == expected_epoch and row.holder is None:
+        # Ownerless at the epoch the operator saw (no row, or no holder): nothing to
+        # release, and a rotation would only grow the epoch and the audit log. (Any grant
+        # since would have moved the epoch, so the compare-and-swap below still catches a
+        # claim taken meanwhile.)
+        unheld = row is None or row.holder is None
+        if unheld and epoch_as_seen(None if row is None else row.epoch) == expected_epoch:
             raise InvalidTransitionError(workflow_id, "ownerless", "force-release the claim of")
         return _rotate_released(workflow_id, expected_epoch, actor, reason, clock)
 
@@ -177,24 +180,6 @@ def _outcome(
     return BulkReleaseOutcome(
         seen.workflow_id, seen.expected_epoch, status, current_epoch=current, detail=detail
     )
-
-
-def claim_force_takeover(
-    workflow_id: str,
-    *,
-    expected_epoch: int,
-    target_engine_id: str,
-    actor: str | None,
-    reason: str,
-    clock: Clock | None = None,
-) -> int:
-    """Grant epoch + 1 to a live engine, telling nobody; returns the new epoch.
-
-    The pages and the API use claim_force_takeover_and_notify, which also tells the engine.
-    Raises StaleEpochError when the claim is no longer at ``expected_epoch``.
-    """
-    granted = _grant_takeover(workflow_id, expected_epoch, target_engine_id, actor, reason, clock)
-    return granted.epoch
 
 
 def claim_force_takeover_and_notify(

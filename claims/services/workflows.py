@@ -24,15 +24,16 @@ from claims.models import (
     WorkflowVisibility,
 )
 from claims.protocol import Clock, rotate_claim
+from claims.protocol.decisions import decide_acquire
 from claims.protocol.errors import (
     InvalidTransitionError,
-    StaleEpochError,
     WorkflowClaimUnavailableError,
     WorkflowNotFoundError,
 )
 from claims.protocol.ids import check_new_workflow_id, check_workflow_id
-from claims.protocol.records import ClaimEventRecord, Holder
+from claims.protocol.records import GrantPlan
 from claims.protocol.text import check_json_text
+from claims.protocol.transitions import carry_out_grant, check_expected_epoch
 from claims.store import OrmClaimStore
 
 from .rules import (
@@ -107,21 +108,15 @@ def _claim_for_start(workflow_id: str, engine_id: str, now: int) -> None:
     keeps its epoch line."""
     timing = claim_timing()
     row = _store.read_claim(workflow_id)
-    epoch = 1 if row is None else row.epoch + 1
     session = open_session_epoch(_store, engine_id, now_ms=now, timing=timing)
-    expires = None if session is not None else now + timing.ttl_ms
-    holder = Holder(engine_id, epoch, expires, now, session)
-    event = ClaimEventRecord(
-        workflow_id, "acquired", None if row is None else row.epoch, epoch, engine_id, now
+    # The protocol's own judgement of an acquire: a row with a holder is refused, and the
+    # holder planned follows the one rule (its own expiry, or the session it names).
+    decided = decide_acquire(
+        workflow_id, row, engine_id=engine_id, now_ms=now, timing=timing, session_epoch=session
     )
-    if row is None:
-        granted = _store.cas_insert(workflow_id, holder=holder, event=event)
-    elif row.holder is None:
-        granted = _store.cas_grant(
-            workflow_id, expected_epoch=row.epoch, expected_holder=None, holder=holder, event=event
-        )
-    else:
-        granted = False
+    granted = isinstance(decided, GrantPlan) and carry_out_grant(
+        _store, decided, insert=row is None
+    )
     if not granted:
         current = _store.read_claim(workflow_id)
         raise WorkflowClaimUnavailableError(
@@ -178,9 +173,7 @@ def _transition(
     now = _now(clock)
     with transaction.atomic():
         workflow, epoch = _lock_claim_then_workflow(workflow_id)
-        # 0 is what an operator saw of a workflow never claimed: no claim row.
-        if expected_epoch is not None and expected_epoch != (epoch or 0):
-            raise StaleEpochError(workflow_id, expected_epoch, epoch)
+        check_expected_epoch(workflow_id, expected_epoch, epoch)
         if workflow.status not in move.allowed_from:
             raise InvalidTransitionError(workflow_id, workflow.status, move.action)
         rotate_claim(

@@ -130,12 +130,16 @@ class ClaimSetQueries(SessionQueries):
         if not held:
             return set()
         sql = claim_statements(connection.vendor).renew_many
-        rows = [(wf, h.epoch, h.engine_id, h.expires_at_ms, h.claimed_at_ms) for wf, h in held]
+        rows = [
+            (wf, h.epoch, h.engine_id, h.expires_at_ms, h.claimed_at_ms, h.session_epoch)
+            for wf, h in held
+        ]
         with connection.cursor() as cursor:
             if connection.vendor == "postgresql":
-                ids, epochs, engines, expires, claimed = _as_columns(rows)
+                ids, epochs, engines, expires, claimed, sessions = _as_columns(rows)
                 cursor.execute(
-                    sql, [expires_at_ms, ids, epochs, epochs, engines, expires, claimed, ids]
+                    sql,
+                    [expires_at_ms, ids, epochs, epochs, engines, expires, claimed, sessions, ids],
                 )
             else:
                 cursor.execute(sql, [expires_at_ms, json.dumps(rows)])

@@ -11,7 +11,13 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from claims.models import EngineSession, EngineStatus, OwnershipModeMarker, WorkflowClaim
-from claims.protocol import ClaimRegistry, ClaimTiming, ensure_ownership_mode
+from claims.protocol import (
+    ClaimRegistry,
+    ClaimTiming,
+    PerClaimLeases,
+    SessionLeases,
+    ensure_ownership_mode,
+)
 from claims.protocol.errors import ConflictError, InvalidInputError, OwnershipModeMismatchError
 from claims.protocol.session_lease import EngineSessionLease
 from claims.protocol.testing import FakeClock
@@ -102,12 +108,9 @@ def test_the_command_shows_switches_and_refuses_with_the_reason(capsys: Any) -> 
 
 def registry(engine_id: str, clock: FakeClock, *, session: bool) -> ClaimRegistry:
     store = OrmClaimStore()
-    lease = (
-        EngineSessionLease(store, engine_id=engine_id, clock=clock, timing=TIMING)
-        if session
-        else None
-    )
-    return ClaimRegistry(store, engine_id=engine_id, clock=clock, timing=TIMING, session=lease)
+    lease = EngineSessionLease(store, engine_id=engine_id, clock=clock, timing=TIMING)
+    liveness = SessionLeases(lease) if session else PerClaimLeases()
+    return ClaimRegistry(store, engine_id=engine_id, clock=clock, timing=TIMING, liveness=liveness)
 
 
 def test_claims_a_crashed_engine_lease_engine_left_are_taken_over_after_a_switch() -> None:

@@ -103,3 +103,19 @@ def test_renew_all_store_error_keeps_the_claims_cached(registry, arrange, store,
     assert lost_calls == []
     assert not a.in_cooldown("wf1", clock())
     assert a.renew_all()[0][1].status == "renewed"
+
+
+def test_renew_many_compares_the_session_epoch_too(arrange, store):
+    """Every compare-and-swap compares all five holder columns: a row that differs from
+    the given holder only in its session epoch is not renewed."""
+    mine = Holder("a", 1, EXPIRY, T0)
+    arrange.put_row("same", epoch=1, holder=mine)
+    arrange.put_row("names a session", epoch=1, holder=Holder("a", 1, EXPIRY, T0, 7))
+    before = arrange.read("names a session")
+
+    renewed = store.renew_many(
+        [("same", mine), ("names a session", mine)], expires_at_ms=EXPIRY + 500
+    )
+
+    assert renewed == {"same"}
+    assert arrange.read("names a session") == before

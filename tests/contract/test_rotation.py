@@ -105,3 +105,13 @@ def test_rotation_can_grant_the_new_epoch_to_an_engine(arrange, clock, store):
     assert epoch == 2
     assert arrange.read("wf") == ClaimRow("wf", 2, Holder("c", 2, EXPIRY, T0))
     assert arrange.events("wf")[-1] == ("forced_takeover", 1, 2, "c")
+
+
+def test_an_expected_epoch_of_zero_means_the_caller_saw_no_claim_row(store, clock):
+    """One convention for every compare of an epoch a caller saw: 0 is "no claim row yet"."""
+    assert rotate_claim(store, "wf", clock=clock, expected_epoch=0) == 1
+
+    with pytest.raises(StaleEpochError) as moved:
+        rotate_claim(store, "wf", clock=clock, expected_epoch=0)
+
+    assert (moved.value.expected_epoch, moved.value.current_epoch) == (0, 1)

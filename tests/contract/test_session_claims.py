@@ -20,6 +20,7 @@ from claims.protocol import (
     EngineDeposedError,
     Holder,
     ReclaimTarget,
+    SessionLeases,
     rotate_claim,
     run_reclaim_pass,
     run_renew_pass,
@@ -49,7 +50,12 @@ def engine(store: Any, clock: FakeClock, timing: ClaimTiming) -> Engine:
         session = EngineSessionLease(backing, engine_id=engine_id, clock=clock, timing=timing)
         kwargs.setdefault("metrics", ClaimMetrics())
         return ClaimRegistry(
-            backing, engine_id=engine_id, clock=clock, timing=timing, session=session, **kwargs
+            backing,
+            engine_id=engine_id,
+            clock=clock,
+            timing=timing,
+            liveness=SessionLeases(session),
+            **kwargs,
         )
 
     return make
@@ -391,7 +397,7 @@ def test_threads_that_all_find_no_session_open_one_between_them(
     slow = SlowSessionReads(store)
     session = EngineSessionLease(slow, engine_id="engine-a", clock=clock, timing=timing)
     registry = ClaimRegistry(
-        slow, engine_id="engine-a", clock=clock, timing=timing, session=session
+        slow, engine_id="engine-a", clock=clock, timing=timing, liveness=SessionLeases(session)
     )
     barrier = threading.Barrier(4)
 

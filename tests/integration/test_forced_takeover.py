@@ -6,7 +6,7 @@ import pytest
 from django.db.models import Count
 
 from claims.models import ClaimEvent, StepLedger, Workflow, WorkflowClaim
-from claims.services.claims import claim_force_takeover
+from claims.services.claims import claim_force_takeover_and_notify
 from claims.services.workflows import workflow_start
 from claims.tasks import adopt
 from weftboard.celery import app as celery_app
@@ -49,14 +49,15 @@ def test_forced_takeover_is_adopted_and_driven_by_the_target_engine(fleet: Fleet
     )
     assert Workflow.objects.get(workflow_id=wf).status == "running", "A finished too soon"
 
-    new_epoch = claim_force_takeover(
+    new_epoch = claim_force_takeover_and_notify(
         wf,
         expected_epoch=a_epoch,
         target_engine_id=b_row.engine_id,
         actor="operator",
         reason="move it off engine A",
-    )
-    # The message the pages and the API send after commit, on the engines' own broker.
+    ).epoch
+    # The entry point sent the adopt message after commit on this process's broker; the
+    # engines listen on their own, so the same message goes there.
     with celery_app.connection_for_write(fleet.broker_url) as connection:
         # Celery accepts a connection here; its type stubs do not say so.
         adopt.apply_async(  # type: ignore[call-arg]

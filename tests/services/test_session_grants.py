@@ -11,9 +11,9 @@ import pytest
 from claims.fleet_clock import fleet_clock
 from claims.models import EngineSession
 from claims.models.sessions import SessionRowsAreKeptError
-from claims.protocol import ClaimRegistry, ClaimTiming, Holder
+from claims.protocol import ClaimRegistry, ClaimTiming, Holder, SessionLeases
 from claims.protocol.session_lease import EngineSessionLease
-from claims.services.claims import claim_force_takeover
+from claims.services.claims import claim_force_takeover_and_notify
 from claims.services.workflows import workflow_start
 from claims.store import OrmClaimStore
 
@@ -31,7 +31,9 @@ def session_engine(engine_id: str) -> ClaimRegistry:
     store, clock, timing = OrmClaimStore(), fleet_clock(), ClaimTiming()
     session = EngineSessionLease(store, engine_id=engine_id, clock=clock, timing=timing)
     assert session.open().status == "opened"
-    return ClaimRegistry(store, engine_id=engine_id, clock=clock, timing=timing, session=session)
+    return ClaimRegistry(
+        store, engine_id=engine_id, clock=clock, timing=timing, liveness=SessionLeases(session)
+    )
 
 
 def test_a_forced_takeover_to_an_engine_under_a_session_names_that_session(
@@ -39,9 +41,9 @@ def test_a_forced_takeover_to_an_engine_under_a_session_names_that_session(
 ) -> None:
     target = session_engine("e-2")
 
-    epoch = claim_force_takeover(
+    epoch = claim_force_takeover_and_notify(
         "wf-1", expected_epoch=EPOCH, target_engine_id="e-2", actor="operator", reason="move"
-    )
+    ).epoch
 
     holder = holder_of("wf-1")
     assert holder is not None
@@ -58,7 +60,7 @@ def test_a_forced_takeover_to_an_engine_under_a_session_names_that_session(
 def test_a_forced_takeover_to_an_engine_without_a_session_keeps_its_own_expiry(
     operator: Any,
 ) -> None:
-    claim_force_takeover(
+    claim_force_takeover_and_notify(
         "wf-1", expected_epoch=EPOCH, target_engine_id="e-2", actor="operator", reason="move"
     )
 
@@ -71,9 +73,9 @@ def test_a_forced_takeover_to_an_engine_without_a_session_keeps_its_own_expiry(
 def test_a_per_claim_grant_is_not_adopted_by_an_engine_under_a_session(operator: Any) -> None:
     """Its claims are renewed only through the session: a grant with its own expiry would
     lapse in its hands, so it refuses it and lets reclaim take the workflow."""
-    epoch = claim_force_takeover(
+    epoch = claim_force_takeover_and_notify(
         "wf-1", expected_epoch=EPOCH, target_engine_id="e-2", actor="operator", reason="move"
-    )
+    ).epoch
     target = session_engine("e-2")
 
     assert target.adopt("wf-1", epoch).status == "not-held"
@@ -100,7 +102,7 @@ def test_a_forced_takeover_never_names_a_session_that_is_expired(operator: Any) 
         started_at_ms=long_ago - 60_000,
     )
 
-    claim_force_takeover(
+    claim_force_takeover_and_notify(
         "wf-1", expected_epoch=EPOCH, target_engine_id="e-2", actor="operator", reason="move"
     )
 

@@ -73,7 +73,7 @@ class ClaimStatements:
     grant_many: str  # wid, epoch, observed holder x5, new engine, expires, claimed, session
     insert_many: str  # wid, engine, expires, claimed, session
     # new expiry; then PostgreSQL: wid, epoch, holder epoch, engine, expires, claimed,
-    # wid again; SQLite: JSON rows of wid, epoch, engine, expires, claimed.
+    # session, wid again; SQLite: JSON rows of wid, epoch, engine, expires, claimed, session.
     renew_many: str
     # The (engine, session epoch) pair after the one given, in the order of the partial
     # index workflow_claim_session_idx: one index step per pair the claims name.
@@ -188,20 +188,23 @@ RETURNING {wf}
 
 
 def _renew_many(vendor: str) -> str:
-    claims, wf, epoch, engine, holder_epoch, expires, claimed, _session = _names()
+    claims, wf, epoch, engine, holder_epoch, expires, claimed, session = _names()
     # Each chunk must reach its claim rows by key. The explicit key list keeps the scan
     # of the claim table to the chunk's rows whatever join the planner picks; and the
     # holder epoch comes as its own array because equating both epoch columns to one
     # input lets the planner infer epoch = holder_epoch, misjudge the match as a few
-    # rows, and hash the whole table for every chunk.
+    # rows, and hash the whole table for every chunk. A holder renewed here carries its
+    # own expiry, so plain equality holds for four columns (a null never matches); the
+    # session epoch, null for such a holder, compares null-safely like every CAS's.
     renew_postgresql = f"""
 UPDATE {claims} AS c SET {expires} = %s
-FROM unnest(%s::text[], %s::bigint[], %s::bigint[], %s::text[], %s::bigint[], %s::bigint[])
-    AS u(wid, ep, holder_ep, engine, expires, claimed)
+FROM unnest(
+    %s::text[], %s::bigint[], %s::bigint[], %s::text[], %s::bigint[], %s::bigint[], %s::bigint[]
+) AS u(wid, ep, holder_ep, engine, expires, claimed, session)
 WHERE c.{wf} = ANY(%s::text[])
   AND c.{wf} = u.wid AND c.{epoch} = u.ep AND c.{holder_epoch} = u.holder_ep
   AND c.{engine} = u.engine AND c.{expires} = u.expires
-  AND c.{claimed} = u.claimed
+  AND c.{claimed} = u.claimed AND c.{session} IS NOT DISTINCT FROM u.session
 RETURNING c.{wf}
 """
     renew_sqlite = f"""
@@ -209,12 +212,12 @@ UPDATE {claims} SET {expires} = %s
 FROM (
     SELECT json_extract(value, '$[0]') AS wid, json_extract(value, '$[1]') AS ep,
            json_extract(value, '$[2]') AS engine, json_extract(value, '$[3]') AS expires,
-           json_extract(value, '$[4]') AS claimed
+           json_extract(value, '$[4]') AS claimed, json_extract(value, '$[5]') AS session
     FROM json_each(%s)
 ) AS u
 WHERE {claims}.{wf} = u.wid AND {claims}.{epoch} = u.ep AND {claims}.{holder_epoch} = u.ep
   AND {claims}.{engine} = u.engine AND {claims}.{expires} = u.expires
-  AND {claims}.{claimed} = u.claimed
+  AND {claims}.{claimed} = u.claimed AND {claims}.{session} IS u.session
 RETURNING {claims}.{wf}
 """
     return dialect(vendor, postgresql=renew_postgresql, sqlite=renew_sqlite)
