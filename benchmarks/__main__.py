@@ -1,4 +1,4 @@
-"""python -m benchmarks [--both] [--large] [--only PARTS] [--strict] [--publish]
+"""python -m benchmarks [--both] [--large] [--only PARTS] [--strict] [--publish] [--smoke]
 
 Runs on SQLite by default, on PostgreSQL when DATABASE_URL points at one; ``--both``
 runs SQLite then PostgreSQL, each in its own process, and prints one summary of both.
@@ -13,9 +13,10 @@ Parts (``--only``, comma-separated; all by default):
             10,000 and 100,000 workflows with 1,000 and 10,000 stranded
   failover  10,000 claims of a killed engine taken over by another (TTL 3 s, real clock)
   micro     single-claim calls against the raw statements
-  pages     the claims page, every live fragment and /metrics: 100,000 claims, 50 engines
+  pages     the claims page, every live fragment and /metrics: 100,000 claims, 50 engines;
+            each judged in units of a calibration request timed alongside it
   sessions  the renew pass of both ownership modes at 1,000, 10,000 and 100,000 claims,
-            and failover of an engine-lease engine's 20,000 claims
+            failover of an engine-lease engine's 20,000 claims, and the pages in that mode
   fleet     row writes and WAL per renew interval, 1,000,000 workflows over 50 engines,
             in both ownership modes (with --large, or by name)
   pages-1m  the pages part over 1,000,000 claims (900,000 more parked, held live), in both
@@ -28,6 +29,8 @@ Options:
              database, fleet and pages-1m several each (pages-1m: 7 on PostgreSQL).
   --strict   exit 1 when a binding target (PostgreSQL) is missed
   --publish  also copy the charts to docs/benchmarks/
+  --smoke    every part (or those --only names) at a few hundred rows: that each runs,
+             in well under a minute; nothing is judged or written
 """
 
 from __future__ import annotations
@@ -39,11 +42,10 @@ import platform
 import subprocess
 import sys
 import time
-from typing import Any
+from contextlib import nullcontext
 
+from .parts import DEFAULT_PARTS, PARTS, run_parts
 from .report import (
-    Section,
-    Target,
     charts_dir,
     combined_summary,
     results_path,
@@ -51,17 +53,9 @@ from .report import (
     write_json,
 )
 from .setup import ROOT, configure_django, database_version, throwaway_database
+from .smoke import small_sizes
 
 POSTGRES_URL = "postgres://postgres@127.0.0.1:5432/test"
-PARTS = ("renew", "reclaim", "failover", "micro", "pages", "sessions", "fleet", "pages-1m")
-# "fleet" and "pages-1m" seed 1,000,000 workflows twice (minutes each): run with --large, or
-# ask for them by name.
-LARGE_PARTS = ("fleet", "pages-1m")
-DEFAULT_PARTS = tuple(part for part in PARTS if part not in LARGE_PARTS)
-# The pages at a million claims: the pages part's 100,000 and this many parked.
-PAGES_PARKED = 900_000
-# The engine-lease mode's failover: one engine's whole session of claims.
-SESSION_FAILOVER_WORKFLOWS = 20_000
 DOCS_CHARTS = ROOT / "docs" / "benchmarks"
 
 
@@ -90,10 +84,16 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument(
         "--publish", action="store_true", help="copy the charts to docs/benchmarks/"
     )
+    parser.add_argument(
+        "--smoke",
+        action="store_true",
+        help="every part (or those --only names) at a few hundred rows, to check that each "
+        "runs; its figures mean nothing, and no results or charts are written",
+    )
     # --both draws the charts of both databases once they have both run.
     parser.add_argument("--no-charts", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
-    default = ",".join(PARTS if args.large else DEFAULT_PARTS)
+    default = ",".join(PARTS if args.large or args.smoke else DEFAULT_PARTS)
     args.parts = [part.strip() for part in (args.only or default).split(",") if part.strip()]
     unknown = set(args.parts) - set(PARTS)
     if unknown:
@@ -125,12 +125,15 @@ def run_both(argv: list[str], args: argparse.Namespace) -> int:
     status = 0
     started = time.perf_counter()
     for vendor, extra in (("sqlite", {}), ("postgresql", {"DATABASE_URL": postgres})):
-        results_path(vendor).unlink(missing_ok=True)
+        if not args.smoke:
+            results_path(vendor).unlink(missing_ok=True)
         code = subprocess.call(
             [sys.executable, "-m", "benchmarks", *passed_on], env={**env, **extra}, cwd=ROOT
         )
         print(flush=True)
         status = status or code
+    if args.smoke:
+        return status
     print("\n".join(combined_summary([results_path("sqlite"), results_path("postgresql")])))
     print(f"  * both databases {time.perf_counter() - started:.0f} s")
     if not args.no_charts:
@@ -158,88 +161,29 @@ def load_average() -> str:
         return "n/a"
 
 
-def run_parts(args: argparse.Namespace, binding: bool) -> tuple[dict[str, Any], list[Target]]:
-    """Run the chosen parts in order, printing each table as it is ready."""
-    from . import (
-        failover,
-        fleet_scale,
-        micro,
-        pages,
-        reclaim,
-        reclaim_scale,
-        renew,
-        session_renew,
-    )
-
-    payload: dict[str, Any] = {}
-    targets: list[Target] = []
-
-    def show(section: Section, found: list[Target]) -> None:
-        targets.extend(found)
-        print("\n".join(["", *section.render()]), flush=True)
-
-    if "renew" in args.parts:
-        payload["renew"] = []
-        for n in [10_000, 100_000] if args.large else [10_000]:
-            data, section, found = renew.run(n, binding=binding)
-            payload["renew"].append(data)
-            show(section, found)
-    if "reclaim" in args.parts:
-        payload["reclaim"], section, found = reclaim.run(binding=binding)
-        show(section, found)
-        payload["reclaim_scale"], section, found = reclaim_scale.run(
-            binding=binding, large=args.large
-        )
-        show(section, found)
-    if "failover" in args.parts:
-        payload["failover"], section, found = failover.run(binding=binding)
-        show(section, found)
-    if "micro" in args.parts:
-        payload["micro"], section, found = micro.run(binding=binding)
-        show(section, found)
-    if "sessions" in args.parts:
-        payload["sessions"], section, found = session_renew.run(binding=binding)
-        show(section, found)
-        payload["failover_sessions"], section, found = failover.run(
-            binding=binding, mode="engine-lease", workflows=SESSION_FAILOVER_WORKFLOWS
-        )
-        show(section, found)
-        payload["pages_sessions"], section, found = pages.run(binding=binding, sessions=True)
-        show(section, found)
-    if "pages" in args.parts:
-        payload["pages"], section, found = pages.run(binding=binding)
-        show(section, found)
-    if "fleet" in args.parts:
-        payload["fleet"], section, found = fleet_scale.run(binding=binding)
-        show(section, found)
-    if "pages-1m" in args.parts:
-        for sessions in (False, True):
-            key = "pages_1m_sessions" if sessions else "pages_1m"
-            payload[key], section, found = pages.run(
-                binding=binding, sessions=sessions, parked=PAGES_PARKED
-            )
-            show(section, found)
-    return payload, targets
-
-
 def run_one(args: argparse.Namespace) -> int:
     configure_django()
     from django.db import connection
 
     vendor = connection.vendor
     # The requirement's targets are on PostgreSQL; on SQLite they are reported for reference.
-    binding = vendor == "postgresql"
+    # A smoke run's figures judge nothing.
+    binding = vendor == "postgresql" and not args.smoke
     started = time.perf_counter()
     load_before = load_average()
-    with throwaway_database() as name:
+    with throwaway_database() as name, small_sizes() if args.smoke else nullcontext():
         version = database_version()
         header = (
             f"weftboard benchmarks on {version} (throwaway database {name}, dropped after); "
             f"{os.cpu_count()} CPUs, load {load_before}; {datetime.datetime.now():%Y-%m-%d %H:%M}"
         )
-        print(header, flush=True)
-        payload, targets = run_parts(args, binding)
+        smoke = "; SMOKE RUN: tiny sizes, figures mean nothing" if args.smoke else ""
+        print(header + smoke, flush=True)
+        payload, targets = run_parts(args.parts, large=args.large, binding=binding)
     elapsed = time.perf_counter() - started
+    if args.smoke:
+        print(f"\nsmoke run of {', '.join(args.parts)}: every part ran ({elapsed:.0f} s)")
+        return 0
     summary = targets_section(targets)
     summary.notes.append(
         "binding = the requirement's targets (PostgreSQL); (ref) = reported for reference"

@@ -138,10 +138,14 @@ def _engine(
 
 
 def failover(
-    workflows: int = WORKFLOWS, timing: ClaimTiming = TIMING, mode: str = "workflow-lease"
+    workflows: int | None = None, timing: ClaimTiming | None = None, mode: str = "workflow-lease"
 ) -> tuple[Run, dict[str, Any]]:
-    """Kill engine A after it renewed its claims; return when B holds them all (or gave up)."""
+    """Kill engine A after it renewed its claims; return when B holds them all (or gave up).
+    ``workflows`` and ``timing`` default to WORKFLOWS and TIMING as they are at the call."""
     import claims.runtime.demo_workflows  # noqa: F401  (registers the types the fleet runs)
+
+    workflows = WORKFLOWS if workflows is None else workflows
+    timing = TIMING if timing is None else timing
 
     clock = fleet_clock()
     clear()
@@ -242,8 +246,9 @@ def _percentile(values: list[int], q: float) -> float:
 
 
 def run(
-    *, binding: bool, mode: str = "workflow-lease", workflows: int = WORKFLOWS
+    *, binding: bool, mode: str = "workflow-lease", workflows: int | None = None
 ) -> tuple[dict[str, Any], Section, list[Target]]:
+    workflows = WORKFLOWS if workflows is None else workflows
     run, setup = failover(workflows, TIMING, mode)
     ttl, interval = TIMING.ttl_ms, TIMING.renew_interval_ms
     eligible_ms = ttl + 2 * interval - (run.t0_ms - run.last_renewal_ms)

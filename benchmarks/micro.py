@@ -21,17 +21,9 @@ from claims.models import ClaimEvent, WorkflowClaim
 from claims.protocol import ClaimTiming
 from claims.protocol.testing import FakeClock
 
+from . import micro_sides
 from .micro_alternatives import LACKS, AdvisorySide, RedisSide, ServiceUnavailable
-from .micro_sides import (
-    OPS,
-    START_MS,
-    WARMUP,
-    RawSide,
-    RegistrySide,
-    Side,
-    StoreSide,
-    dead_holder,
-)
+from .micro_sides import START_MS, RawSide, RegistrySide, Side, StoreSide, dead_holder
 from .report import Section, Target
 from .setup import bulk_insert
 
@@ -50,7 +42,8 @@ def _measure(sides: Sequence[Side], op: str, clock: FakeClock) -> list[str]:
     sides = [side for side in sides if op in side.operations]
     order = random.Random(f"micro-{op}")
     problems = []
-    for start in range(0, WARMUP + OPS, BLOCK):
+    warmup = micro_sides.WARMUP
+    for start in range(0, warmup + micro_sides.OPS, BLOCK):
         for side in order.sample(sides, len(sides)):
             fn = side.op
             for workflow_id in side.ids[start : start + BLOCK]:
@@ -59,7 +52,7 @@ def _measure(sides: Sequence[Side], op: str, clock: FakeClock) -> list[str]:
                 elapsed = time.perf_counter_ns() - began
                 if not ok:
                     problems.append(f"{side.name} {op} {workflow_id}")
-                if start >= WARMUP:
+                if start >= warmup:
                     side.samples[op].append(elapsed / 1_000)
         clock.advance(1)
     return problems
@@ -149,12 +142,18 @@ def run(*, binding: bool) -> tuple[dict[str, Any], Section, list[Target]]:
 
     differ = _same_statements(store, raw)
     section = Section(
-        f"SINGLE-CLAIM CALLS  p50/p95 per op over {OPS:,} ops per side after {WARMUP} "
+        f"SINGLE-CLAIM CALLS  p50/p95 per op over {micro_sides.OPS:,} ops per side after "
+        f"{micro_sides.WARMUP} "
         f"warm-up; sides take turns in blocks of {BLOCK}",
         ("op", "side", "p50 us", "p95 us", "ops/s", "p50/raw", "p95/raw", "ops/s/ours", "target"),
     )
     targets: list[Target] = []
-    payload: dict[str, Any] = {"ops": OPS, "warmup": WARMUP, "block": BLOCK, "raw": raw.name}
+    payload: dict[str, Any] = {
+        "ops": micro_sides.OPS,
+        "warmup": micro_sides.WARMUP,
+        "block": BLOCK,
+        "raw": raw.name,
+    }
     for op in OPERATIONS:
         figures = {
             side.name: {

@@ -14,7 +14,9 @@ from claims.protocol import ClaimTiming
 
 from .micro_sides import ME, Side, psycopg_connection
 
-REDIS_HOST, REDIS_PORT, REDIS_DB = "127.0.0.1", 6379, 14
+# The Redis database of the comparison; WEFTBOARD_BENCH_REDIS_URL names another (its keys
+# carry the run's pid and are dropped after, so a database others use is safe).
+DEFAULT_REDIS_URL = "redis://127.0.0.1:6379/14"
 # Compare-and-renew: only the token that set the key may extend it.
 _RENEW_LUA = """
 if redis.call('GET', KEYS[1]) == ARGV[1] then
@@ -56,15 +58,12 @@ class RedisSide(Side):
 
         self.prefix = f"weftboard:bench-micro:{os.getpid()}:"
         self.ttl_ms = timing.ttl_ms
-        self.client: Any = redis.Redis(
-            host=REDIS_HOST, port=REDIS_PORT, db=REDIS_DB, socket_connect_timeout=2
-        )
+        url = os.environ.get("WEFTBOARD_BENCH_REDIS_URL", "").strip() or DEFAULT_REDIS_URL
+        self.client: Any = redis.Redis.from_url(url, socket_connect_timeout=2)
         try:
             self.client.ping()
         except redis.RedisError as error:
-            raise ServiceUnavailable(
-                f"redis://{REDIS_HOST}:{REDIS_PORT}/{REDIS_DB}: {error}"
-            ) from error
+            raise ServiceUnavailable(f"{url}: {error}") from error
         self.renew_script = self.client.register_script(_RENEW_LUA)
         self._drop_keys()
 

@@ -17,7 +17,7 @@ from claims.protocol import ClaimRegistry, ClaimTiming, Holder
 from claims.protocol.records import ClaimEventRecord, EventKind
 from claims.protocol.testing import FakeClock
 from claims.store import OrmClaimStore
-from claims.store.sql.claim_rows import claim_statements
+from claims.store.sql.claim_rows import HOLDER_COLUMNS, claim_statements
 
 ME = "bench-micro"
 DEAD = "bench-dead"
@@ -111,6 +111,15 @@ def _is_control(sql: str) -> bool:
     return sql.upper().startswith(_CONTROL)
 
 
+def holder_values(holder: Holder | None) -> tuple[Any, ...]:
+    """A holder as the values of the store's holder columns, in their order: read off the
+    column list, so a column the claims gain reaches the raw side's parameters too."""
+    return tuple(
+        None if holder is None else getattr(holder, name.removeprefix("holder_"))
+        for name in HOLDER_COLUMNS
+    )
+
+
 def _event_values(workflow_id: str, kind: str, before: int, after: int, at: int) -> tuple:
     return (workflow_id, kind, before, after, ME, None, "", at)
 
@@ -157,14 +166,13 @@ class RawSide(Side):
         if op == "acquire":
             holder = Holder(ME, 2, now + self.ttl_ms, now)
             self.held[workflow_id] = holder
-            cas: tuple[Any, ...] = (2, ME, 2, holder.expires_at_ms, now, workflow_id, 1)
-            cas += (None, None, None, None)
+            cas = (2, *holder_values(holder), workflow_id, 1, *holder_values(None))
             event = _event_values(workflow_id, "acquired", 1, 2, now)
             return self._transition(op, "grant", cas, event) == 1
         if op == "read":
             return self._fetch(op, s.read, (workflow_id,)) is not None
         held = self.held[workflow_id]
-        mine = (ME, 2, held.expires_at_ms, held.claimed_at_ms)
+        mine = holder_values(held)
         if op == "renew":
             expires = now + self.ttl_ms
             self.held[workflow_id] = Holder(ME, 2, expires, held.claimed_at_ms)
@@ -172,20 +180,8 @@ class RawSide(Side):
         if op == "release":
             event = _event_values(workflow_id, "released", 2, 2, now)
             return self._transition(op, "release", (workflow_id, 2, *mine), event) == 1
-        dead = dead_holder()
-        cas = (
-            3,
-            ME,
-            3,
-            now + self.ttl_ms,
-            now,
-            workflow_id,
-            2,
-            dead.engine_id,
-            dead.epoch,
-            dead.expires_at_ms,
-            dead.claimed_at_ms,
-        )
+        taker = Holder(ME, 3, now + self.ttl_ms, now)
+        cas = (3, *holder_values(taker), workflow_id, 2, *holder_values(dead_holder()))
         event = _event_values(workflow_id, "takeover", 2, 3, now)
         return self._transition(op, "grant", cas, event) == 1
 

@@ -448,5 +448,6 @@ def run(*, binding: bool) -> tuple[dict[str, Any], Section, list[Target]]:
         "statements_per_attempt_sql": per_attempt_sql,
         "takeover_path": "set-based batch, then one CAS per remaining candidate",
         "target_ms": limit,
+        "unexpected": [p["outcomes"] for p in bad],
     }
     return payload, section, targets

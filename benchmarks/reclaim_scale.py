@@ -46,11 +46,13 @@ LARGE_POINT = (1_000_000, 1_000)
 MIX = (("dead holder", 60), ("garbage holder", 2), ("released, running", 23), ("no claim row", 15))
 
 
+# (total, stranded) pairs, grouped by total (one seed per total).
+POINTS = ((10_000, 1_000), (100_000, 1_000), (100_000, 10_000))
+LARGE_POINTS = ((100_000, 1_000), (100_000, 10_000), (1_000_000, 1_000), (1_000_000, 10_000))
+
+
 def points(large: bool) -> list[tuple[int, int]]:
-    """(total, stranded) pairs, grouped by total (one seed per total)."""
-    if large:
-        return [(100_000, 1_000), (100_000, 10_000), (1_000_000, 1_000), (1_000_000, 10_000)]
-    return [(10_000, 1_000), (100_000, 1_000), (100_000, 10_000)]
+    return list(LARGE_POINTS if large else POINTS)
 
 
 @dataclass

@@ -1,23 +1,31 @@
-"""The benchmark harness on tiny fleets: it builds what it says, its passes drain every
-stranded workflow, failover hands every claim over, and the charts are PNG files.
+"""The benchmark harness on tiny fleets: every part of ``scripts/bench`` runs to its tables
+at the sizes of ``--smoke`` (its passes drain every stranded workflow, failover hands every
+claim over and none early, the raw single-claim side sends the store's own statements, every
+page answers), the seed builds what it says, and the charts are PNG files.
 
-Nothing here is timed; the figures are the benchmark's business (``scripts/bench``).
+Nothing here is judged by time; the figures are the benchmark's business.
 """
 
 from __future__ import annotations
 
 import json
+import math
+import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
+from django.db import connection
 
-from benchmarks import charts, failover, fleet_scale, pages, reclaim_scale, session_renew
+from benchmarks import charts, pages_fleet
+from benchmarks.parts import PARTS, POSTGRESQL_PARTS, run_parts
 from benchmarks.seed import Layout, seed
+from benchmarks.smoke import SIZES, small_sizes
 from claims.models import Workflow, WorkflowClaim, WorkflowVisibility
-from claims.protocol import ClaimTiming
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+_ON_POSTGRESQL = connection.vendor == "postgresql"
 
 
 def _small_layout(*, now_ms: int) -> Layout:
@@ -62,39 +70,6 @@ def test_seed_loads_workflows_visibility_and_claim_rows_by_band() -> None:
     assert not WorkflowClaim.objects.filter(workflow_id__in=layout.ids("ownerless")).exists()
 
 
-@pytest.mark.django_db(transaction=True)
-def test_reclaim_at_scale_drains_every_stranded_workflow_in_one_pass(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    monkeypatch.setattr(reclaim_scale, "REPS", 1)
-
-    points, per_total = reclaim_scale.measure({1_000: [20, 60]})
-
-    assert [(p.total, p.stranded) for p in points] == [(1_000, 20), (1_000, 60)]
-    for point in points:
-        assert point.drained == [True]
-        assert point.reclaimed_first == [point.stranded]
-        assert point.drain_passes == [1]
-    assert set(per_total) == {1_000}
-    # The measure leaves its tables empty for whatever runs next.
-    assert not Workflow.objects.exists()
-
-
-@pytest.mark.parametrize("mode", ["workflow-lease", "engine-lease"])
-@pytest.mark.django_db(transaction=True)
-def test_failover_hands_every_claim_to_the_live_engine_and_none_early(mode: str) -> None:
-    timing = ClaimTiming(ttl_ms=1_200, renew_interval_ms=400)
-
-    run, setup = failover.failover(workflows=200, timing=timing, mode=mode)
-
-    assert setup["acquired"] == 200
-    assert len(run.reheld_at_ms) == 200
-    stale_after = timing.ttl_ms + 2 * timing.renew_interval_ms
-    stale_after -= run.t0_ms - run.last_renewal_ms
-    assert min(run.reheld_at_ms.values()) >= stale_after
-    assert run.curve[-1][1] == 200
-
-
 def _results(vendor: str) -> dict[str, Any]:
     return {
         "vendor": vendor,
@@ -107,7 +82,8 @@ def _results(vendor: str) -> dict[str, Any]:
                 "limit": 1.5,
                 "unit": "x",
             },
-            {"key": "pages.audit", "label": "audit", "value": 9.0, "limit": 50, "unit": "ms"},
+            {"key": "pages.audit", "label": "audit", "value": 3.0, "limit": 16, "unit": "x"},
+            {"key": "pages_large.audit", "label": "audit", "value": 3.0, "limit": 16, "unit": "x"},
         ],
         "micro": {"renew": {"store_over_raw": 2.0, "api_over_raw": 2.5}},
         "reclaim_scale": {
@@ -128,18 +104,31 @@ def _results(vendor: str) -> dict[str, Any]:
             "stale_after_ms": 4_800,
             "curve": [[0, 0], [5_900, 5], [6_000, 10]],
         },
-        "pages": {
-            "claims": 100_000,
-            "engines": 50,
-            "endpoints": [{"key": "audit", "median_ms": 9.0, "p95_ms": 12.0, "limit_ms": 50.0}],
-        },
         **{
             key: {
-                "claims": 1_000_000,
+                "claims": claims,
                 "engines": 50,
-                "endpoints": [{"key": "audit", "median_ms": 9.0, "p95_ms": 12.0, "limit_ms": 50.0}],
+                "calibration": {"median_ms": 3.0},
+                "endpoints": [
+                    {
+                        "key": "audit",
+                        "vs_calibration": 3.0,
+                        "p95_vs_calibration": 4.0,
+                        "ratio_limit": 16,
+                    },
+                    {
+                        "key": "claims",
+                        "vs_calibration": 90.0,
+                        "p95_vs_calibration": 99.0,
+                        "ratio_limit": 16,
+                    },
+                ],
             }
-            for key in ("pages_1m", "pages_1m_sessions")
+            for key, claims in (
+                ("pages", 100_000),
+                ("pages_1m", 1_000_000),
+                ("pages_1m_sessions", 1_000_000),
+            )
         },
         "sessions": {
             "modes": {
@@ -151,7 +140,7 @@ def _results(vendor: str) -> dict[str, Any]:
     }
 
 
-def test_ratio_figures_take_targets_and_other_ratios_once() -> None:
+def test_ratio_figures_take_targets_and_other_ratios_once_and_leave_pages_to_theirs() -> None:
     figures = {f.key: f for f in charts.ratio_figures(_results("sqlite"))}
 
     assert set(figures) == {"renew10000.ratio", "micro.renew", "micro.renew.api_over_raw"}
@@ -181,27 +170,6 @@ def test_charts_are_written_as_png(tmp_path: Path) -> None:
 
 
 @pytest.mark.django_db(transaction=True)
-def test_the_session_renew_benchmark_renews_every_claim_in_both_modes(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    monkeypatch.setattr(session_renew, "SIZES", (10, 40))
-    monkeypatch.setattr(session_renew, "REPS", {"workflow-lease": 1, "engine-lease": 2})
-
-    data, section, targets = session_renew.run(binding=False)
-
-    assert data["failures"] == []
-    assert [row[0] for row in section.rows] == ["10", "40"]
-    assert {key: value["statements"] for key, value in data["modes"].items()} == {
-        "workflow-lease/10": 1,
-        "engine-lease/10": 1,
-        "workflow-lease/40": 1,
-        "engine-lease/40": 1,
-    }
-    statement_targets = [t for t in targets if t.key.endswith(".statements")]
-    assert [t.value for t in statement_targets] == [1, 1]
-
-
-@pytest.mark.django_db(transaction=True)
 def test_seeded_session_claims_name_session_one_and_keep_no_expiry() -> None:
     layout = Layout(
         total=1_000,
@@ -226,56 +194,158 @@ def test_seeded_session_claims_name_session_one_and_keep_no_expiry() -> None:
         Layout(total=1_000, now_ms=0, ttl_ms=1, renew_interval_ms=1, in_grace=1, sessions=True)
 
 
-@pytest.mark.django_db(transaction=True)
-def test_the_fleet_benchmark_renews_one_row_per_engine_and_reclaims_nothing(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    from django.db import connection
-
-    monkeypatch.setattr(fleet_scale, "TOTAL", 2_000)
-    monkeypatch.setattr(fleet_scale, "ENGINES", 4)
-    monkeypatch.setattr(fleet_scale, "ONE_ENGINE_SHARE", 500)
-    monkeypatch.setattr(fleet_scale, "REPS", 1)
-
-    data, _section, targets = fleet_scale.run(binding=False)
-
-    if connection.vendor != "postgresql":
-        assert data == {"skipped": "PostgreSQL only"}
-        return
-    assert data["failures"] == []
-    assert data["engine-lease"]["renew"]["rows"] == 4
-    assert data["engine-lease"]["held"] == 2_000
-    assert data["workflow-lease"]["renew_one_engine"]["rows"] == 500
-    assert data["workflow-lease"]["renew"]["rows"] == 2_000
-    assert data["executing"] == 20
-    assert data["engine-lease"]["renew"]["wal_bytes"] < data["workflow-lease"]["renew"]["wal_bytes"]
-    assert [t.value for t in targets if t.key == "fleet.session_row_writes"] == [4]
-
-
-@pytest.mark.django_db(transaction=True)
-@pytest.mark.parametrize("sessions", [False, True], ids=["workflow-lease", "engine-lease"])
-def test_the_pages_benchmark_answers_every_endpoint_over_parked_workflows(
-    monkeypatch: pytest.MonkeyPatch, sessions: bool
-) -> None:
-    """Every page and fragment answers 200 (the run raises otherwise) over a small fleet
-    with parked workflows loaded in SQL, held live, in either mode."""
-    sizes = {"CLAIMS": 1_000, "HELD_LIVE": 300, "IN_GRACE": 10, "EXPIRED": 20, "INVALID": 5}
-    sizes |= {"OWNERLESS_RUNNING": 5, "UNINDEXED": 5, "WARMUP": 0, "REPS": 1, "SNAPSHOT_REPS": 1}
-    for name, value in sizes.items():
-        monkeypatch.setattr(pages, name, value)
-
-    data, _section, targets = pages.run(binding=False, sessions=sessions, parked=500)
-
-    assert data["claims"] == 1_500
-    assert (
-        WorkflowClaim.objects.filter(holder_engine_id__isnull=False).count()
-        == 300 + 10 + 20 + 5 + 500
+# Every part of scripts/bench, as `--only PART` runs it, at the sizes of `--smoke`: on the
+# database the suite runs on (CI runs it on SQLite and on PostgreSQL), so none can rot.
+SMOKE_PARTS = [
+    pytest.param(
+        part,
+        marks=pytest.mark.skipif(
+            part in POSTGRESQL_PARTS and not _ON_POSTGRESQL,
+            reason=f"{part} measures WAL bytes per renew interval: PostgreSQL only",
+        ),
     )
+    for part in PARTS
+]
+
+
+@pytest.fixture
+def bench_redis(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The micro part's Redis comparison uses the suite's own Redis database (its keys are
+    the run's, dropped after)."""
+    broker = os.environ.get("CELERY_BROKER_URL", "")
+    if broker.startswith("redis://"):
+        monkeypatch.setenv("WEFTBOARD_BENCH_REDIS_URL", broker)
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.usefixtures("bench_redis")
+@pytest.mark.parametrize("part", SMOKE_PARTS)
+def test_every_benchmark_part_runs_to_its_tables_at_a_small_size(part: str) -> None:
+    with small_sizes():
+        payload, targets = run_parts([part], large=False, binding=False)
+
+    assert targets
+    assert all(math.isfinite(target.value) for target in targets)
+    assert not any(target.binding for target in targets)
+    CHECKS[part](payload)
+
+
+def _renew(payload: dict[str, Any]) -> None:
+    (renewed,) = payload["renew"]
+    assert renewed["n"] == 300
+    assert renewed["failures"] == []
+    assert renewed["statements"] <= renewed["statement_limit"]
+
+
+def _reclaim(payload: dict[str, Any]) -> None:
+    found = payload["reclaim"]
+    assert found["unexpected"] == []
+    assert [p["status"] for p in found["passes"]] == ["completed"]
+    assert found["discovery"]["sources"]["stale_holders"] == 20
+    scale = payload["reclaim_scale"]
+    assert [(p["total"], p["stranded"]) for p in scale["points"]] == [
+        (200, 20),
+        (600, 20),
+        (600, 60),
+    ]
+    for point in scale["points"]:
+        assert point["drained"]
+        assert point["reclaimed_by_first_pass"] == [point["stranded"]]
+        assert point["passes_to_drain"] == [1]
+    # The part leaves its tables empty for whatever runs next.
+    assert not Workflow.objects.exists()
+
+
+def _failover_of(run: dict[str, Any], workflows: int) -> None:
+    assert run["all_reheld"]
+    assert run["safe"], "a workflow was taken over before its claim was stale"
+    assert run["per_workflow_ms"]["min"] >= run["stale_after_ms"]
+    assert run["curve"][-1][1] == workflows == run["setup"]["acquired"]
+
+
+def _failover(payload: dict[str, Any]) -> None:
+    assert payload["failover"]["mode"] == "workflow-lease"
+    _failover_of(payload["failover"], 200)
+
+
+def _micro(payload: dict[str, Any]) -> None:
+    micro = payload["micro"]
+    assert micro["failed_ops"] == 0
+    assert micro["statements_identical"], "the raw side no longer sends the store's statements"
+    for op in ("acquire", "renew", "release", "takeover", "read"):
+        assert micro[op]["store_over_raw_p50"] > 0
+    if _ON_POSTGRESQL:
+        assert "pg_try_advisory_lock" in micro["acquire"]
+
+
+def _pages_of(pages: dict[str, Any], claims: int) -> None:
+    assert pages["claims"] == claims
+    assert pages["calibration"]["median_ms"] > 0
+    keys = {e["key"] for e in pages["endpoints"]}
+    assert {"claims_page", "engine", "metrics", "claims_search_broad"} <= keys
+    for endpoint in pages["endpoints"]:
+        assert endpoint["vs_calibration"] >= 0
+        assert endpoint["ratio_limit"] > 0
+        assert endpoint["limit_ms"] >= 50
+
+
+def _sessions(payload: dict[str, Any]) -> None:
+    sessions = payload["sessions"]
+    assert sessions["failures"] == []
+    assert {key: value["statements"] for key, value in sessions["modes"].items()} == {
+        f"{mode}/{n}": 1 for mode in ("workflow-lease", "engine-lease") for n in (100, 300)
+    }
+    assert payload["failover_sessions"]["mode"] == "engine-lease"
+    _failover_of(payload["failover_sessions"], 200)
+    _pages_of(payload["pages_sessions"], 600)
+    assert payload["pages_sessions"]["mode"] == "engine-lease"
+
+
+def _pages(payload: dict[str, Any]) -> None:
+    _pages_of(payload["pages"], 600)
+    assert payload["pages"]["mode"] == "workflow-lease"
+
+
+def _fleet(payload: dict[str, Any]) -> None:
+    fleet = payload["fleet"]
+    assert fleet["failures"] == []
+    assert fleet["engine-lease"]["renew"]["rows"] == 4
+    assert fleet["engine-lease"]["held"] == 1_000
+    assert fleet["workflow-lease"]["renew_one_engine"]["rows"] == 250
+    assert fleet["executing"] == 10
+    engine, workflow = fleet["engine-lease"], fleet["workflow-lease"]
+    assert engine["renew"]["wal_bytes"] < workflow["renew"]["wal_bytes"]
+
+
+def _pages_1m(payload: dict[str, Any]) -> None:
+    """The million-claim code path: parked workflows loaded in SQL, held live, each mode."""
+    for key, mode in (("pages_1m", "workflow-lease"), ("pages_1m_sessions", "engine-lease")):
+        _pages_of(payload[key], 600 + 300)
+        assert payload[key]["mode"] == mode
+        assert payload[key]["parked"] == 300
+    # The last fleet (engine-lease) is still there: its parked claims name session 1.
     parked = WorkflowClaim.objects.filter(workflow_id__startswith="wf-p")
-    assert parked.count() == 500
-    assert parked.filter(holder_session_epoch__isnull=sessions).count() == 0
-    assert Workflow.objects.filter(workflow_id__startswith="wf-p", status="running").count() == 500
-    assert {e["key"] for e in data["endpoints"]} >= {"claims_page", "engine", "metrics"}
-    assert all(
-        t.key.startswith("pages_sessions_large." if sessions else "pages_large.") for t in targets
-    )
+    assert parked.count() == 300
+    assert not parked.filter(holder_session_epoch__isnull=True).exists()
+    assert Workflow.objects.filter(workflow_id__startswith="wf-p", status="running").count() == 300
+
+
+CHECKS: dict[str, Callable[[dict[str, Any]], None]] = {
+    "renew": _renew,
+    "reclaim": _reclaim,
+    "failover": _failover,
+    "micro": _micro,
+    "pages": _pages,
+    "sessions": _sessions,
+    "fleet": _fleet,
+    "pages-1m": _pages_1m,
+}
+
+
+def test_the_smoke_sizes_last_for_the_block_alone() -> None:
+    small = SIZES["benchmarks.pages_fleet"]
+    before = {name: getattr(pages_fleet, name) for name in small}
+    with small_sizes():
+        during = {name: getattr(pages_fleet, name) for name in small}
+    assert during == small
+    assert {name: getattr(pages_fleet, name) for name in small} == before != small
