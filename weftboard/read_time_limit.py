@@ -23,7 +23,12 @@ from django.db import connection
 from django.http import HttpRequest, HttpResponse, HttpResponseBase, StreamingHttpResponse
 
 from weftboard.http import HtmxHttpRequest
-from weftboard.time_limit import is_statement_timeout, set_statement_timeout, statement_time_limit
+from weftboard.time_limit import (
+    is_statement_timeout,
+    opens_first,
+    set_statement_timeout,
+    statement_time_limit,
+)
 
 READ_METHODS = frozenset({"GET", "HEAD"})
 logger = logging.getLogger("weftboard.reads")
@@ -118,14 +123,18 @@ class _RequestLimit:
         else:
             self.depth = len(connection.atomic_blocks)
             self.stack.enter_context(connection.execute_wrapper(self._open_before_reading))
+            # A limit of the view's own (the claims search) nests inside this one.
+            self.stack.enter_context(opens_first(self._open_if_outside_transactions))
+
+    def _open_if_outside_transactions(self) -> bool:
+        if not self.opened and len(connection.atomic_blocks) == self.depth:
+            self.opened = True
+            self.stack.enter_context(statement_time_limit(self.ms, per_statement=True))
+        return self.opened
 
     def _open_before_reading(self, execute: Callable[..., Any], *args: Any) -> Any:
-        if not self.opened:
-            if len(connection.atomic_blocks) == self.depth:
-                self.stack.enter_context(statement_time_limit(self.ms, per_statement=True))
-                self.opened = True
-            else:
-                set_statement_timeout(connection, self.ms)  # until the view's transaction ends
+        if not self._open_if_outside_transactions():
+            set_statement_timeout(connection, self.ms)  # until the view's transaction ends
         return execute(*args)
 
     def close(self) -> None:

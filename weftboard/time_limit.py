@@ -62,6 +62,22 @@ class _Limit:
 
 # The limits open in this thread, innermost last: SQLite's progress handler checks them all.
 _open: ContextVar[tuple[_Limit, ...]] = ContextVar("weftboard_time_limits", default=())
+# Limits that open lazily, at their block's first statement (a request's read limit), and
+# must open before any limit inside them does: else the inner limit's savepoint would
+# enclose the outer one's, and each end would restore the other's setting.
+_waiting: ContextVar[tuple[Callable[[], object], ...]] = ContextVar(
+    "weftboard_waiting_time_limits", default=()
+)
+
+
+@contextmanager
+def opens_first(open_now: Callable[[], object]) -> Iterator[None]:
+    """While the block runs, call ``open_now`` before any time limit opens inside it."""
+    token = _waiting.set((*_waiting.get(), open_now))
+    try:
+        yield
+    finally:
+        _waiting.reset(token)
 
 
 def is_statement_timeout(error: BaseException) -> bool:
@@ -86,6 +102,8 @@ def statement_time_limit(
     stopped raises an OperationalError (``is_statement_timeout``); on PostgreSQL the
     block's transaction or savepoint is then rolled back, so the caller's carries on."""
     connection = connections[using]
+    for open_now in _waiting.get():
+        open_now()
     limit = _Limit(ms, per_statement)
     token = _open.set((*_open.get(), limit))
     try:
