@@ -4,7 +4,8 @@
 rules no JSON Schema states: no control characters in ids, filters and reasons
 (claims.protocol.text: a pattern for Unicode's whole "C" category would be kilobytes per
 field), a reason that is not blank, times within years 1 to 9999 in UTC, cursors the
-server wrote, registered workflow types and their input bounds, epochs as true integers.
+server wrote, registered workflow types and their input bounds, epochs as true integers,
+a search the id index can narrow.
 A 422 to a schema-valid request is dropped from the report only when one of these rules
 explains it: its message names the rule and, for the character rules, the request really
 holds such a character. Any other 422 to a valid request stays a failure, as it means
@@ -41,6 +42,9 @@ STATE_RULES = re.compile(
             r"may appear only once",
             r"is not a live engine|is draining: undrain it first",  # a takeover's target
             r"must not be nested more than",
+            # A search the id index cannot narrow (claims/selectors/claim_search.py), refused
+            # by its shape or stopped at its time budget; the `q` parameter documents both.
+            r"the index cannot narrow it|the limit on one search",
         )
     )
 )

@@ -6,6 +6,7 @@ never a 500, and a normal search still answers. On both databases."""
 from __future__ import annotations
 
 import logging
+from types import SimpleNamespace
 from typing import Any
 from urllib.parse import quote
 
@@ -14,6 +15,7 @@ from django.db import connection
 from django.test import Client, override_settings
 from django.test.utils import CaptureQueriesContext
 
+from fuzz.hooks import refused_by_a_rule
 from tests import factories
 from tests.conftest import _signed_in
 
@@ -57,6 +59,13 @@ def api(client: Client, q: str) -> Any:
     return client.get(f"/api/v1/claims?q={quote(q)}")
 
 
+def documented_to_the_fuzz(response: Any, q: str) -> bool:
+    """Whether the API fuzz reads the refusal as a rule the schema states (the `q`
+    parameter's description), not as a schema-valid request wrongly rejected."""
+    sent = SimpleNamespace(url=f"http://testserver/api/v1/claims?q={quote(q)}", body=None)
+    return refused_by_a_rule(SimpleNamespace(content=response.content, request=sent))
+
+
 def test_a_long_repeated_fragment_is_refused_before_any_id_is_read(reader):
     factories.make_claim("order-1")
     factories.make_claim("job-0000000000000001", engine=None)
@@ -68,6 +77,7 @@ def test_a_long_repeated_fragment_is_refused_before_any_id_is_read(reader):
     assert "does not repeat" in on_page.content.decode()
     assert in_api.status_code == 422
     assert "252 characters long but holds only 6 different" in in_api.json()["detail"]
+    assert documented_to_the_fuzz(in_api, HOSTILE)
     searched = [q["sql"] for q in queries.captured_queries if "claims_claimidsearch" in q["sql"]]
     claim_reads = [q["sql"] for q in queries.captured_queries if "claims_workflowclaim" in q["sql"]]
     assert searched == []
@@ -96,6 +106,7 @@ def test_a_search_past_its_budget_is_stopped_and_a_normal_one_answers(reader, ma
     assert fragment.status_code == 400
     assert in_api.status_code == 422
     assert "was stopped" in in_api.json()["detail"]
+    assert documented_to_the_fuzz(in_api, BROAD)
     stopped = [r for r in caplog.records if r.name == "weftboard.reads"]
     assert len(stopped) == 3
     assert all(r.levelno == logging.WARNING for r in stopped)

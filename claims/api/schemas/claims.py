@@ -37,7 +37,16 @@ class ClaimFilterIn(Schema):
     state: ClaimState | ClaimScope | None = None
     engine: str | None = Field(None, max_length=ENGINE_ID_MAX_LENGTH)
     prefix: str | None = Field(None, max_length=WORKFLOW_ID_MAX_LENGTH)
-    q: str | None = Field(None, max_length=WORKFLOW_ID_MAX_LENGTH)  # any part of the id
+    q: str | None = Field(
+        None,
+        max_length=WORKFLOW_ID_MAX_LENGTH,
+        description=(
+            "Any part of the id. A part of 16 characters or more that repeats itself (fewer "
+            "distinct three-character pieces than a quarter of its length) is refused with "
+            "422, as the id index cannot narrow it; a search past WEFTBOARD_SEARCH_TIMEOUT_MS "
+            "is stopped and refused with 422 too."
+        ),
+    )
     sort: ClaimSortKey = "workflow_id"
     cursor: str | None = Field(None, max_length=CURSOR_MAX_LENGTH)
     limit: int = Field(50, ge=1, le=200)
