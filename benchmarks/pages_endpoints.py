@@ -15,7 +15,7 @@ from django.conf import settings
 from django.db import connection
 
 from claims.fleet_clock import fleet_clock
-from claims.selectors.claim_order import SORT_KEYS, ClaimSort, encode_cursor
+from claims.selectors.claims.sorting import SORT_KEYS, ClaimSort, encode_cursor
 
 from .pages_fleet import MINUTE_MS, Fleet
 from .report import Timing

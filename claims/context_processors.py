@@ -13,13 +13,13 @@ if TYPE_CHECKING:
 
 class EngineFloor:
     """Read on first use only: an HTMX fragment that never renders the frame costs nothing,
-    and a full page costs one query (claims.selectors.engine_health.engine_floor_alert)."""
+    and a full page costs one query (claims.selectors.engines.health.engine_floor_alert)."""
 
     @cached_property
     def alert(self) -> Alert | None:
         from claims.conf import min_engines
         from claims.fleet_clock import fleet_now
-        from claims.selectors.engine_health import engine_floor_alert
+        from claims.selectors.engines.health import engine_floor_alert
 
         now_ms, timing = fleet_now()
         return engine_floor_alert(now_ms, timing, min_engines())

@@ -24,7 +24,7 @@ def engine_tick() -> None:
 def fan_out_ticks() -> int:
     """Send a tick to the direct queue of every engine not known dead."""
     from claims.conf import claim_timing
-    from claims.selectors.engine_queues import engine_tick_queues
+    from claims.selectors.engines.tick_queues import engine_tick_queues
 
     interval_s = claim_timing().renew_interval_ms / 1000
     sent = 0

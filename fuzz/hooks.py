@@ -42,7 +42,7 @@ STATE_RULES = re.compile(
             r"may appear only once",
             r"is not a live engine|is draining: undrain it first",  # a takeover's target
             r"must not be nested more than",
-            # A search the id index cannot narrow (claims/selectors/claim_search.py), refused
+            # A search the id index cannot narrow (claims/selectors/claims/search.py), refused
             # by its shape or stopped at its time budget; the `q` parameter documents both.
             r"the index cannot narrow it|the limit on one search",
         )

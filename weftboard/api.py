@@ -52,7 +52,7 @@ from claims.protocol.errors import (
     WorkflowNotFoundError,
 )
 from claims.runtime.errors import UnknownWorkflowTypeError
-from claims.selectors.ownership import claim_snapshot
+from claims.selectors.claims.ownership import claim_snapshot
 from claims.services.rules import ReadOnlyError
 from claims.tokens import api_token_authenticate
 from weftboard.api_errors import unexpected_error

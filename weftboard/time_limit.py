@@ -1,6 +1,6 @@
 """Time limits on the database statements of a block of code: each read a page or the API
 serves (per statement, weftboard.read_time_limit), and the claims search (one budget for all
-of its statements, claims.selectors.claim_search). docs/design.md §7.
+of its statements, claims.selectors.claims.search). docs/design.md §7.
 
 PostgreSQL: the block runs in a transaction (a savepoint of its own inside one already
 open) under ``SET LOCAL statement_timeout``, so the limit ends with the block. A

@@ -9,9 +9,10 @@ from ninja import Query
 from claims.fleet_clock import fleet_now
 from claims.models import Engine, EngineStatus
 from claims.protocol.ids import check_engine_id
-from claims.selectors.engine_actions import engine_get
-from claims.selectors.engine_health import silent_holdings_of
-from claims.selectors.listings import engine_list, redrive_list
+from claims.selectors.engines.actions import engine_get
+from claims.selectors.engines.health import silent_holdings_of
+from claims.selectors.engines.listing import engines_with_sessions
+from claims.selectors.listings import redrive_list
 from claims.services.claims import claims_force_release_for_engine
 from claims.services.drain import engine_drain, engine_undrain
 
@@ -52,7 +53,7 @@ def engines_list(request: HttpRequest, status: EngineStatus | None = None) -> En
     summaries; `display_status` is `silent` for a live engine whose heartbeat is older than
     TTL + 2 x renew interval, with the claims it still holds and their takeover time."""
     now_ms, timing = fleet_now()
-    engines = engine_list(status=status)
+    engines = engines_with_sessions(status=status)
     silent = silent_holdings_of(engines, now_ms, timing)
     return EngineListOut(
         items=[

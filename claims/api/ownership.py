@@ -9,7 +9,7 @@ from claims.fleet_clock import fleet_now
 from claims.protocol.errors import WorkflowNotFoundError
 from claims.protocol.ids import check_workflow_id
 from claims.selectors import claim_list
-from claims.selectors.ownership import claim_snapshot, workflow_ownership
+from claims.selectors.claims.ownership import claim_snapshot, workflow_ownership
 from claims.selectors.workflows import workflow_exists
 from claims.services.claims import claim_force_release, claim_force_takeover_and_notify
 

@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 from claims.protocol import ClaimRegistry
-from claims.selectors.engine_actions import engine_drain_requested
+from claims.selectors.engines.actions import engine_drain_requested
 
 logger = logging.getLogger("weftboard.claims")
 

@@ -78,7 +78,7 @@ class WorkflowClaim(models.Model):
             # reads only the held rows, not the whole table. Measured on 1,000,000 claims,
             # renew passes took the same time with and without it.
             models.Index(fields=["holder_engine_id"], name="workflow_claim_holder_idx"),
-            # The claims list's sorts (claims.selectors.claim_order), each read along its own
+            # The claims list's sorts (claims.selectors.claims.sorting), each read along its own
             # index with the workflow id as tie-breaker. Expiry and claim time exist on held
             # rows only, so their indexes are partial and small; docs/design.md §7.
             models.Index(

@@ -1,5 +1,5 @@
 """Every workflow id that has a claim row, for the claims list's substring search on
-PostgreSQL (claims.selectors.claims).
+PostgreSQL (claims.selectors.claims.listing).
 
 A substring of an id can only be found by reading every id, unless a trigram index
 narrows it. The claim rows cannot carry that index: in the workflow-lease mode every

@@ -1,6 +1,7 @@
 """Reads that feed pages, the API and /metrics; each is a fixed number of queries."""
 
-from .claims import ClaimPage, ClaimView, claim_list
+from claims.selectors.claims.listing import ClaimPage, ClaimView, claim_list
+
 from .fleet_totals import (
     ClaimHolderCounts,
     FleetMetrics,

@@ -12,8 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from claims.protocol.timing import ClaimTiming
-
-from .derived import LATE_INTERVALS, PASS_NAMES, pass_part
+from claims.selectors.engines.passes import LATE_INTERVALS, PASS_NAMES, pass_part
 
 # How many workflow or engine ids an alert lists as examples.
 EXAMPLES = 5

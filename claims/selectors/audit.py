@@ -8,10 +8,9 @@ from dataclasses import dataclass
 from django.db.models import QuerySet
 
 from claims.models import ClaimEvent
+from claims.selectors.engines.names import engine_condition
 from claims.store.rows import EVENT_TRANSITION_FIELDS
 from claims.utc_text import iso_utc
-
-from .engine_names import engine_condition
 
 PAGE_SIZE = 50
 CSV_MAX_ROWS = 100_000

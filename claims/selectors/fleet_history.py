@@ -20,8 +20,8 @@ from claims.conf import MINUTE_MS
 from claims.models import ClaimCounter, CounterName, Engine, FleetSnapshotHistory
 from claims.protocol.constants import OUTCOMES
 from claims.protocol.states import ClaimState
+from claims.selectors.engines.passes import PASS_NAMES, pass_part
 
-from .derived import PASS_NAMES, pass_part
 from .fleet_totals import LIVE_ENGINE_STATUSES, counter_totals
 
 # The windows an operator can pick (?history=), the first the default.

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from django.db.models import Count, Q, Sum
 
-from .derived import LATE_INTERVALS
+from claims.selectors.engines.passes import LATE_INTERVALS
 
 if TYPE_CHECKING:
     from claims.protocol.timing import ClaimTiming

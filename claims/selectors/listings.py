@@ -1,13 +1,11 @@
-"""Fleet listings for the API: engines, re-drives, the reclaim cursor. One query each."""
+"""Fleet listings for the API: re-drives, the reclaim cursor. One query each."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from claims.models import Engine, PendingRedrive, ReclaimCursor
-from claims.selectors.engine_sessions import with_sessions
-
-from .engine_names import engine_condition
+from claims.models import PendingRedrive, ReclaimCursor
+from claims.selectors.engines.names import engine_condition
 
 DEFAULT_CURSOR = "default"
 
@@ -16,14 +14,6 @@ DEFAULT_CURSOR = "default"
 class RedrivePage:
     items: list[PendingRedrive]
     next_cursor: int | None
-
-
-def engine_list(*, status: str | None = None) -> list[Engine]:
-    """Every engine (a fleet is tens, not thousands), in id order, with its session."""
-    engines = with_sessions(Engine.objects.order_by("engine_id"))
-    if status:
-        engines = engines.filter(status=status)
-    return list(engines)
 
 
 def redrive_list(

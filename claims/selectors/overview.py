@@ -35,6 +35,9 @@ from claims.models import (
 )
 from claims.protocol.states import ClaimState
 from claims.protocol.timing import ClaimTiming
+from claims.selectors.claims.state_counts import claims_by_state_and_holder
+from claims.selectors.engines.health import silent_before_ms
+from claims.selectors.engines.passes import PASS_NAMES, pass_part
 
 from .alert_rules import (
     EXAMPLES,
@@ -45,8 +48,6 @@ from .alert_rules import (
     late_before_ms,
     silent_holders,
 )
-from .derived import PASS_NAMES, claims_by_state_and_holder, pass_part
-from .engine_health import silent_before_ms
 from .fleet_totals import LIVE_ENGINE_STATUSES, counter_totals
 
 RECENTLY_DEAD_MS = 3_600_000
@@ -262,7 +263,7 @@ def _redrive_totals(now_ms: int, timing: ClaimTiming) -> dict[str, Any]:
 
 def _engine_totals(now_ms: int, timing: ClaimTiming) -> dict[str, int]:
     """Engines per status, how many were marked dead after a heartbeat within the hour, and
-    how many live ones are silent (claims.selectors.engine_health)."""
+    how many live ones are silent (claims.selectors.engines.health)."""
     return Engine.objects.aggregate(
         silent=Count(
             "pk",

@@ -11,8 +11,8 @@ from claims.models import Engine, ReclaimCursor, Workflow, WorkflowStatus
 from claims.protocol.constants import AUTHORITATIVE_SCAN_LIMIT
 from claims.protocol.reclaim import CURSOR_NAME
 from claims.protocol.timing import ClaimTiming
+from claims.selectors.engines.passes import pass_part
 
-from .derived import pass_part
 from .fleet_totals import LIVE_ENGINE_STATUSES
 from .overview import snapshot_workflow_counts
 

@@ -10,13 +10,10 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from claims.models import ClaimEvent, Engine, PendingRedrive, Workflow, WorkflowClaim
+from claims.models import ClaimEvent, Engine, PendingRedrive, Workflow
 from claims.protocol.timing import ClaimTiming
-from claims.store.rows import HOLDER_COLUMNS
+from claims.selectors.claims.listing import ClaimView, claim_view
 
-from .claims import ClaimView
-from .claims import claim_view as view_of_row
-from .held_sessions import rows_with_sessions
 from .timeline import Timeline, epoch_timeline
 
 EVENT_LIMIT = 200
@@ -86,19 +83,6 @@ def preview(value: Any) -> str:
     """Compact JSON, cut to PREVIEW_CHARS, for a table cell."""
     text = json.dumps(value, sort_keys=True, default=str, separators=(",", ":"))
     return text if len(text) <= PREVIEW_CHARS else text[: PREVIEW_CHARS - 1] + "…"
-
-
-def claim_view(workflow_id: str, *, now_ms: int, timing: ClaimTiming) -> ClaimView | None:
-    """The claim of one workflow with its derived state, or None if it was never claimed."""
-    values = (
-        WorkflowClaim.objects.filter(workflow_id=workflow_id)
-        .values_list("epoch", *HOLDER_COLUMNS)
-        .first()
-    )
-    if values is None:
-        return None
-    [row] = rows_with_sessions([(workflow_id, *values)])
-    return view_of_row(row, now_ms, timing)
 
 
 def _checkpoints(state: dict[str, Any]) -> list[Checkpoint]:

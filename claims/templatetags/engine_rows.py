@@ -16,7 +16,7 @@ from .weftboard import duration, engine_link, when
 
 if TYPE_CHECKING:
     from claims.models import Engine
-    from claims.selectors.engines import EngineRow, PassView
+    from claims.selectors.engines.listing import EngineRow, PassView
 
 register = template.Library()
 

@@ -249,7 +249,7 @@ def engine_link_labelled(context: template.Context, engine_id: str | None) -> Sa
 
 
 def _engine_labels(context: template.Context) -> dict[str, Any]:
-    from claims.selectors.engine_names import engine_labels
+    from claims.selectors.engines.names import engine_labels
 
     # Kept on the request, so a page's included templates share one read.
     holder = context.get("request") or context.render_context

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from claims.models import TERMINAL_STATUSES, Workflow, WorkflowStatus
-from claims.selectors.claims import ClaimView
+from claims.selectors.claims.listing import ClaimView
 from claims.services.claims import claim_force_release, claim_force_takeover_and_notify
 from claims.services.workflows import workflow_cancel, workflow_resume, workflow_suspend
 

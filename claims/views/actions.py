@@ -18,8 +18,8 @@ from django_htmx.http import reswap, retarget, trigger_client_event
 
 from claims.fleet_clock import fleet_now
 from claims.protocol.errors import ClaimConfigError, InvalidTransitionError, StaleEpochError
-from claims.selectors.engines import live_engine_ids
-from claims.selectors.workflow_detail import claim_view
+from claims.selectors.claims.listing import claim_view
+from claims.selectors.engines.listing import live_engine_ids
 from claims.selectors.workflows import workflow_get
 from claims.services.rules import ReadOnlyError
 from weftboard.http import HtmxHttpRequest

@@ -13,9 +13,9 @@ from django.views.decorators.http import require_GET
 from claims.fleet_clock import fleet_now
 from claims.protocol.states import CLAIM_STATES
 from claims.selectors import claim_list
-from claims.selectors.claim_order import CURSOR_MAX_LENGTH, SORT_KEYS, ClaimSort
-from claims.selectors.claims import CLAIM_FILTERS, workflow_id_known
-from claims.selectors.engines import live_engine_statuses
+from claims.selectors.claims.listing import CLAIM_FILTERS, workflow_id_known
+from claims.selectors.claims.sorting import CURSOR_MAX_LENGTH, SORT_KEYS, ClaimSort
+from claims.selectors.engines.listing import live_engine_statuses
 from weftboard.http import HtmxHttpRequest
 
 from .inputs import optional_choice, optional_prefix, optional_text, workflow_id_param

@@ -10,7 +10,7 @@ from unittest import mock
 import pytest
 
 from claims.models import ClaimEvent, Engine
-from claims.selectors.engines import live_engine_ids
+from claims.selectors.engines.listing import live_engine_ids
 
 from .conftest import claim_values, make_claim, make_engine, make_workflow, post, wf_url
 

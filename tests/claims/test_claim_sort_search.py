@@ -9,7 +9,7 @@ from claims.models import ClaimEvent, WorkflowStatus
 from claims.protocol.errors import InvalidInputError
 from claims.protocol.states import derive_claim_state
 from claims.selectors import claim_list
-from claims.selectors.claim_order import SORT_KEYS, STATE_RANK
+from claims.selectors.claims.sorting import SORT_KEYS, STATE_RANK
 from claims.store.rows import claim_row_from_values
 from tests.claims.state_rows import NOW, ROWS, TIMING, create_state_rows
 from tests.factories import make_workflow

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from claims.models import CounterName, Engine
-from claims.selectors.engines import EngineRow, PassView
+from claims.selectors.engines.listing import EngineRow, PassView
 from claims.templatetags.engine_rows import engine_row
 
 # 2025-06-01 12:03:07.250 UTC

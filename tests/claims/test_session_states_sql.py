@@ -12,9 +12,9 @@ from claims.models import WorkflowClaim
 from claims.protocol.constants import MAX_SAFE_INTEGER
 from claims.protocol.states import CLAIM_STATES, derive_claim_state
 from claims.selectors import claim_list
-from claims.selectors.derived import claims_by_state
-from claims.selectors.ownership import claim_snapshot
-from claims.selectors.workflow_detail import claim_view
+from claims.selectors.claims.listing import claim_view
+from claims.selectors.claims.ownership import claim_snapshot
+from claims.selectors.claims.state_counts import claims_by_state
 from claims.store import OrmClaimStore
 from tests.claims.state_rows import NOW, ROWS, TIMING, create_state_rows
 from tests.factories import CLAIM_COLUMNS, make_session

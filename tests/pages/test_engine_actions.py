@@ -11,7 +11,7 @@ import pytest
 from django.test import Client
 
 from claims.models import ClaimEvent, Engine, EngineEvent, WorkflowClaim
-from claims.selectors.engine_actions import (
+from claims.selectors.engines.actions import (
     engine_drain_requested,
     engine_events,
     engine_get,

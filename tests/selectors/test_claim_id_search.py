@@ -12,7 +12,7 @@ from claims.models import ClaimIdSearch, WorkflowClaim
 from claims.protocol import ClaimMetrics, ClaimRegistry, ClaimTiming
 from claims.protocol.testing import FakeClock
 from claims.selectors import claim_list
-from claims.selectors.claim_search import with_substring
+from claims.selectors.claims.search import with_substring
 from claims.store import OrmClaimStore
 from tests.factories import make_claim
 
@@ -96,7 +96,7 @@ def test_a_search_of_three_characters_finds_its_ids_through_the_trigram_index() 
 def test_a_fragment_matching_more_ids_than_the_candidates_reads_the_claim_rows(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr("claims.selectors.claim_search.SEARCH_CANDIDATES", 5)
+    monkeypatch.setattr("claims.selectors.claims.search.SEARCH_CANDIDATES", 5)
     for n in range(12):
         make_claim(f"wf-{n:03d}")
     make_claim("other-1")

@@ -11,7 +11,7 @@ from claims.models import ClaimEvent, Engine, EngineStatus, PendingRedrive
 from claims.protocol.timing import ClaimTiming
 from claims.selectors import claim_list
 from claims.selectors.audit import AuditFilters, audit_page
-from claims.selectors.engine_health import (
+from claims.selectors.engines.health import (
     SILENT,
     SilentHolding,
     display_status,
@@ -22,8 +22,8 @@ from claims.selectors.engine_health import (
     silent_holdings,
     silent_holdings_of,
 )
-from claims.selectors.engine_names import engine_labels
-from claims.selectors.engines import engine_detail, engine_list
+from claims.selectors.engines.listing import engine_detail, engine_list
+from claims.selectors.engines.names import engine_labels
 from claims.selectors.listings import redrive_list
 from claims.selectors.overview import overview
 from tests.factories import bulk_held_claims

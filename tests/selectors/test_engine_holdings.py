@@ -9,7 +9,7 @@ import pytest
 from claims.fleet_clock import fleet_clock
 from claims.models import FleetSnapshot
 from claims.protocol.timing import ClaimTiming
-from claims.selectors.engines import engine_list
+from claims.selectors.engines.listing import engine_list
 from claims.services.engines import fleet_snapshot_take
 from tests.factories import make_claim, make_engine
 

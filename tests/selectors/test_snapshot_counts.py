@@ -11,7 +11,7 @@ from claims.fleet_clock import fleet_clock
 from claims.models import ReclaimCursor, Workflow
 from claims.protocol.reclaim import CURSOR_NAME
 from claims.protocol.timing import ClaimTiming
-from claims.selectors.engines import engine_detail
+from claims.selectors.engines.listing import engine_detail
 from claims.selectors.reclaim import reclaim_progress
 from claims.selectors.workflow_list import WorkflowFilters, workflow_list
 from claims.services.engines import fleet_snapshot_take

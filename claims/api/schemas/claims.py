@@ -11,9 +11,9 @@ from pydantic import field_validator
 from claims.models import ENGINE_ID_MAX_LENGTH, WORKFLOW_ID_MAX_LENGTH
 from claims.protocol.states import ClaimState
 from claims.selectors import ClaimPage, ClaimView
-from claims.selectors.claim_order import CURSOR_MAX_LENGTH
-from claims.selectors.claims import ClaimScope
-from claims.selectors.ownership import ClaimSnapshot, ExpiryJudgement
+from claims.selectors.claims.listing import ClaimScope
+from claims.selectors.claims.ownership import ClaimSnapshot, ExpiryJudgement
+from claims.selectors.claims.sorting import CURSOR_MAX_LENGTH
 
 from .common import (
     BodyIn,

@@ -10,8 +10,8 @@ from ninja import Field, Schema
 from pydantic import field_validator
 
 from claims.models import WORKFLOW_ID_MAX_LENGTH, Engine
-from claims.selectors.engine_health import SILENT, SilentHolding
-from claims.selectors.engine_sessions import session_of
+from claims.selectors.engines.health import SILENT, SilentHolding
+from claims.selectors.engines.sessions import session_of
 from claims.services.claims import BULK_RELEASE_MAX, BulkReleaseOutcome
 
 from .common import BodyIn, Epoch, Reason, fields_from, required_reason

@@ -30,7 +30,7 @@ from claims.models import (
     WorkflowClaim,
     WorkflowStatus,
 )
-from claims.selectors.claim_order import SORT_KEYS
+from claims.selectors.claims.sorting import SORT_KEYS
 from claims.selectors.workflow_list import WORKFLOW_SORTS
 from claims.services.engines import fleet_snapshot_take
 from claims.services.workflows import workflow_index

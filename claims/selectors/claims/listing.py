@@ -14,9 +14,14 @@ from claims.protocol.errors import InvalidInputError
 from claims.protocol.records import ClaimRow
 from claims.protocol.states import CLAIM_STATES, ClaimState, derive_claim_state
 from claims.protocol.timing import ClaimTiming
+from claims.selectors.engines.names import engine_condition
 from claims.store.rows import HOLDER_COLUMNS
 
-from .claim_order import (
+from .expiry_sort import expiry_values
+from .last_holders import LastHolder, last_holders
+from .search import search_bounded, with_substring
+from .session_holders import JudgedSessions, holders_of, judge_sessions, rows_with_sessions
+from .sorting import (
     STATE_RANK,
     ClaimSort,
     Cursor,
@@ -25,11 +30,6 @@ from .claim_order import (
     decode_cursor,
     encode_cursor,
 )
-from .claim_search import search_bounded, with_substring
-from .engine_names import engine_condition
-from .expiry_order import expiry_values
-from .held_sessions import JudgedSessions, holders_of, judge_sessions, rows_with_sessions
-from .last_holders import LastHolder, last_holders
 
 MAX_PAGE = 200
 # What the list shows besides one derived state: "attention" is every held row (live, in
@@ -68,7 +68,7 @@ class ClaimPage:
     sort: str = "workflow_id"
 
 
-def claim_view(
+def claim_view_of_row(
     row: ClaimRow,
     now_ms: int,
     timing: ClaimTiming,
@@ -93,6 +93,19 @@ def claim_view(
         last_holder_engine_id=None if last is None else last.engine_id,
         last_held_at_ms=None if last is None else last.at_ms,
     )
+
+
+def claim_view(workflow_id: str, *, now_ms: int, timing: ClaimTiming) -> ClaimView | None:
+    """The claim of one workflow with its derived state, or None if it was never claimed."""
+    values = (
+        WorkflowClaim.objects.filter(workflow_id=workflow_id)
+        .values_list("epoch", *HOLDER_COLUMNS)
+        .first()
+    )
+    if values is None:
+        return None
+    [row] = rows_with_sessions([(workflow_id, *values)])
+    return claim_view_of_row(row, now_ms, timing)
 
 
 def state_condition(
@@ -236,11 +249,11 @@ def claim_list(
     page also reads the session pairs the claims name and their sessions (two queries on
     PostgreSQL, one more per pair on SQLite), one query per session group whose expiry
     falls within the page, and the rows without an expiry once more: at most a few plus
-    one per session, never growing with the claims (claims.selectors.expiry_order).
+    one per session, never growing with the claims (claims.selectors.claims.expiry_sort).
     ``state`` is a derived state or a scope (CLAIM_FILTERS); ``search`` a substring of the
     workflow id (case-sensitive). A bad sort or a cursor from another sort: InvalidInputError;
     a search no index can narrow, or one past its time budget: SearchTooBroadError
-    (claims.selectors.claim_search)."""
+    (claims.selectors.claims.search)."""
     limit = max(1, min(limit, MAX_PAGE))
     order = ClaimSort.parse(sort)
     position = None if not cursor else decode_cursor(order, cursor)
@@ -273,7 +286,7 @@ def claim_list(
     items = []
     for row in rows_with_sessions(values[:limit]):
         last, runs = lasts.get(row.workflow_id), row.workflow_id in running
-        items.append(claim_view(row, now_ms, timing, running=runs, last=last))
+        items.append(claim_view_of_row(row, now_ms, timing, running=runs, last=last))
     next_cursor = None
     if len(values) > limit:
         last_view, last_raw = items[-1], values[limit - 1]

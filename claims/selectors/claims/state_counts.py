@@ -1,4 +1,5 @@
-"""Values the pages derive the same way everywhere: a claim's state in SQL, pass summaries."""
+"""Claim rows counted per derived state (and per holder engine): the state decided in SQL as
+far as the row alone decides it, each session named judged once (docs/design.md §12)."""
 
 from __future__ import annotations
 
@@ -11,11 +12,6 @@ from claims.models.claims import HOLDER_INVALID, HOLDER_PRESENT
 from claims.protocol.states import CLAIM_STATES, ClaimState, session_holder_state
 from claims.protocol.timing import ClaimTiming
 from claims.store import OrmClaimStore
-
-PASS_NAMES = ("renew", "reclaim", "wake")
-# A pass, heartbeat or holder is late once this many renew intervals went by without it.
-LATE_INTERVALS = 2
-
 
 # A holder well formed in its own columns that names a session: its state is its session's.
 _BY_SESSION = "session"
@@ -73,9 +69,3 @@ def claims_by_state_and_holder(claims: Any, now_ms: int, timing: ClaimTiming) ->
             held = counts.by_holder_state.setdefault(holder, {})
             held[state] = held.get(state, 0) + n
     return counts
-
-
-def pass_part(summary: Any, name: str) -> dict[str, Any]:
-    """One pass's part of an engine's pass_summary, or {} when it has not run yet."""
-    value = summary.get(name) if isinstance(summary, dict) else None
-    return value if isinstance(value, dict) else {}

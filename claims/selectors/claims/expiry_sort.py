@@ -31,8 +31,8 @@ from django.db.models import Exists, QuerySet
 
 from claims.models import WorkflowClaim
 
-from .claim_order import ClaimSort, Cursor, after, after_in_nulls
-from .held_sessions import SessionPair, holders_of, session_expiries
+from .session_holders import SessionPair, holders_of, session_expiries
+from .sorting import ClaimSort, Cursor, after, after_in_nulls
 
 COLUMN = "holder_expires_at_ms"
 # A row's effective expiry (None: it has none) and its values.
@@ -99,7 +99,7 @@ def expiry_values(
     expiry (the cursor's value). ``columns`` are the values read, ``holder_expires_at_ms``
     among them. The reads are the module's (1) to (4): with no claim naming a session, one
     or two queries as for any nullable sort; else also the session pairs and their sessions
-    (held_sessions.session_expiries), one read per session group in the page's range, and
+    (session_holders.session_expiries), one read per session group in the page's range, and
     the rows without an expiry once more (the first read of them did not know to leave
     out the session holders)."""
     key_at = list(columns).index(COLUMN)

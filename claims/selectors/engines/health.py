@@ -16,11 +16,12 @@ from django.db.models import Count, Max
 from claims.models import Engine, EngineStatus, WorkflowClaim
 from claims.protocol.sessions import SessionRow
 from claims.protocol.timing import ClaimTiming
+from claims.selectors.alert_rules import Alert, engines_below_minimum
+from claims.selectors.fleet_totals import LIVE_ENGINE_STATUSES
+from claims.selectors.fleet_totals import (
+    silent_before_ms as silent_before_ms,  # where /metrics judges it
+)
 from claims.store import OrmClaimStore
-
-from .alert_rules import Alert, engines_below_minimum
-from .fleet_totals import LIVE_ENGINE_STATUSES
-from .fleet_totals import silent_before_ms as silent_before_ms  # where /metrics judges it
 
 SILENT = "silent"
 

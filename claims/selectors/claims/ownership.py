@@ -9,7 +9,7 @@ from claims.protocol.states import ClaimState, derive_claim_state
 from claims.protocol.timing import ClaimTiming, is_claim_expired
 from claims.store.rows import HOLDER_COLUMNS
 
-from .held_sessions import rows_with_sessions
+from .session_holders import rows_with_sessions
 
 RECENT_EVENTS = 20
 

@@ -21,12 +21,13 @@ from claims.protocol.pass_histogram import BUCKETS_S
 from claims.protocol.sessions import SessionRow
 from claims.protocol.states import CLAIM_STATES, ClaimState
 from claims.protocol.timing import ClaimTiming
+from claims.selectors.claims.state_counts import claims_by_state
+from claims.selectors.fleet_totals import LIVE_ENGINE_STATUSES
+from claims.selectors.overview import snapshot_engine_states, snapshot_holdings
 
-from .derived import LATE_INTERVALS, PASS_NAMES, claims_by_state, pass_part
-from .engine_health import SILENT, silent_holdings_of
-from .engine_sessions import session_of, with_sessions
-from .fleet_totals import LIVE_ENGINE_STATUSES
-from .overview import snapshot_engine_states, snapshot_holdings
+from .health import SILENT, silent_holdings_of
+from .passes import LATE_INTERVALS, PASS_NAMES, pass_part
+from .sessions import session_of, with_sessions
 
 ENGINE_LIMIT = 200
 RECENT_EVENTS = 25
@@ -56,7 +57,7 @@ class EngineRow:
     passes: list[PassView]
     heartbeat_late: bool
     skew_over: bool
-    # Silent: live by status, but no heartbeat for TTL + 2 x renew interval (engine_health).
+    # Silent: live by status, but no heartbeat for TTL + 2 x renew interval (engines.health).
     silent: bool = False
     takeover_at_ms: int | None = None  # when a silent engine's last claim can be taken over
     # Its session lease in the engine-lease mode (None in the workflow-lease mode).
@@ -175,6 +176,15 @@ def _holdings(ids: list[str], now_ms: int, timing: ClaimTiming) -> dict[str, int
         .values_list("holder_engine_id", "n")
     )
     return {str(engine_id): int(n) for engine_id, n in rows}
+
+
+def engines_with_sessions(*, status: str | None = None) -> list[Engine]:
+    """Every engine (a fleet is tens, not thousands), in id order, with its session: the
+    API's listing, which judges silence itself; one query."""
+    engines = with_sessions(Engine.objects.order_by("engine_id"))
+    if status:
+        engines = engines.filter(status=status)
+    return list(engines)
 
 
 def engine_list(*, now_ms: int, timing: ClaimTiming, status: str | None = None) -> EngineList:

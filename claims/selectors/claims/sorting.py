@@ -38,7 +38,7 @@ SORT_FIELDS: tuple[SortField, ...] = (
 )
 SORT_KEYS: tuple[str, ...] = tuple(key for field in SORT_FIELDS for key in (field, f"-{field}"))
 DEFAULT_SORT = "workflow_id"
-# The SQL a sort orders by; "state_rank" is an annotation (claims.selectors.claims).
+# The SQL a sort orders by; "state_rank" is an annotation (claims.selectors.claims.listing).
 COLUMNS: dict[SortField, str] = {
     "workflow_id": "workflow_id",
     "expires_at": "holder_expires_at_ms",

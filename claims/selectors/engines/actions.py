@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from claims.models import Engine, EngineEvent, WorkflowClaim
 
-from .engine_names import engine_condition
+from .names import engine_condition
 
 RECENT_ENGINE_EVENTS = 20
 

@@ -1,0 +1,15 @@
+"""Engine passes as their summaries report them, and when a pass or heartbeat is late."""
+
+from __future__ import annotations
+
+from typing import Any
+
+PASS_NAMES = ("renew", "reclaim", "wake")
+# A pass, heartbeat or holder is late once this many renew intervals went by without it.
+LATE_INTERVALS = 2
+
+
+def pass_part(summary: Any, name: str) -> dict[str, Any]:
+    """One pass's part of an engine's pass_summary, or {} when it has not run yet."""
+    value = summary.get(name) if isinstance(summary, dict) else None
+    return value if isinstance(value, dict) else {}
