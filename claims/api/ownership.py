@@ -10,7 +10,7 @@ from claims.protocol.errors import WorkflowNotFoundError
 from claims.protocol.ids import check_workflow_id
 from claims.selectors import claim_list
 from claims.selectors.claims.ownership import claim_snapshot, workflow_ownership
-from claims.selectors.workflows import workflow_exists
+from claims.selectors.workflows.lookup import workflow_exists
 from claims.services.claims import claim_force_release, claim_force_takeover_and_notify
 
 from .access import check_write, write_throttle

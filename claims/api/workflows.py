@@ -17,7 +17,7 @@ from claims.fleet_clock import fleet_now
 from claims.models import Workflow
 from claims.protocol.errors import InvalidInputError
 from claims.selectors.claims.ownership import claim_snapshot
-from claims.selectors.workflow_list import WorkflowFilters, workflow_list
+from claims.selectors.workflows.listing import WorkflowFilters, workflow_list
 from claims.services.workflows import (
     workflow_cancel,
     workflow_resume,

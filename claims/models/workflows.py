@@ -56,7 +56,7 @@ class Workflow(models.Model):
                 name="workflow_running_idx",
             ),
             models.Index(fields=["status", "workflow_type"], name="workflow_status_type_idx"),
-            # The workflows page's sorts, newest first (claims.selectors.workflow_list).
+            # The workflows page's sorts, newest first (claims.selectors.workflows.listing).
             models.Index(fields=["updated_at_ms", "workflow_id"], name="workflow_updated_idx"),
             models.Index(fields=["created_at_ms", "workflow_id"], name="workflow_created_idx"),
             # One status by last change, the page's default sort ("what failed lately"):

@@ -20,7 +20,7 @@ from claims.fleet_clock import fleet_now
 from claims.protocol.errors import ClaimConfigError, InvalidTransitionError, StaleEpochError
 from claims.selectors.claims.listing import claim_view
 from claims.selectors.engines.listing import live_engine_ids
-from claims.selectors.workflows import workflow_get
+from claims.selectors.workflows.lookup import workflow_get
 from claims.services.rules import ReadOnlyError
 from weftboard.http import HtmxHttpRequest
 

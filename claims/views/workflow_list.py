@@ -11,7 +11,7 @@ from django.views.decorators.http import require_GET
 from claims.fleet_clock import fleet_now
 from claims.models import WorkflowStatus
 from claims.runtime.types import WORKFLOW_TYPE_MAX_LENGTH, registered_types
-from claims.selectors.workflow_list import (
+from claims.selectors.workflows.listing import (
     COUNT_CAP,
     CURSOR_MAX_LENGTH,
     TIME_FIELDS,

@@ -7,7 +7,7 @@ from django.views.decorators.http import require_GET
 
 from claims.fleet_clock import fleet_now
 from claims.models import TERMINAL_STATUSES
-from claims.selectors.workflow_detail import workflow_detail
+from claims.selectors.workflows.detail import workflow_detail
 from weftboard.http import HtmxHttpRequest
 
 from .errors import NotFound

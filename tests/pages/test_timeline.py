@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from claims.selectors.timeline import EXTERNAL_LANE, epoch_timeline
+from claims.selectors.workflows.timeline import EXTERNAL_LANE, epoch_timeline
 
 T0 = 1_700_000_000_000
 

@@ -86,7 +86,7 @@ def test_the_time_filter_takes_iso_utc(viewer_client, rows):
 
 
 def test_counts_under_a_time_range_stop_at_the_cap_and_say_so(viewer_client, rows, monkeypatch):
-    monkeypatch.setattr("claims.selectors.workflow_list.COUNT_CAP", 1)
+    monkeypatch.setattr("claims.selectors.workflows.listing.COUNT_CAP", 1)
     monkeypatch.setattr("claims.views.workflow_list.COUNT_CAP", 1)
     make_workflow("wf-bad-2", status="failed", updated_ago_ms=2_500)
     ranged = viewer_client.get("/workflows/?since=2000-01-01T00:00").content.decode()

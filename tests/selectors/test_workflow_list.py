@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from claims.fleet_clock import fleet_clock
-from claims.selectors.workflow_list import (
+from claims.selectors.workflows.listing import (
     BadCursorError,
     WorkflowFilters,
     workflow_list,
@@ -153,7 +153,7 @@ def test_capped_counts_are_exact_to_the_cap_then_stop_there_in_one_query(
 
 
 def test_a_page_under_a_time_range_counts_up_to_the_cap(rows, monkeypatch):
-    monkeypatch.setattr("claims.selectors.workflow_list.COUNT_CAP", 1)
+    monkeypatch.setattr("claims.selectors.workflows.listing.COUNT_CAP", 1)
     now = fleet_clock()()
 
     ranged = workflow_list(WorkflowFilters(since_ms=now - 60_000), now_ms=now)

@@ -15,7 +15,7 @@ from claims.protocol.text import check_json_text
 from claims.protocol.times import MAX_TIME_MS, MIN_TIME_MS
 from claims.runtime.types import WORKFLOW_TYPE_MAX_LENGTH
 from claims.selectors.claims.ownership import Ownership
-from claims.selectors.workflow_list import (
+from claims.selectors.workflows.listing import (
     CURSOR_MAX_LENGTH,
     TimeField,
     WorkflowPage,

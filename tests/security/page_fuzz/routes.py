@@ -16,7 +16,7 @@ from claims.runtime.types import registered_types
 from claims.selectors.claims.listing import CLAIM_FILTERS
 from claims.selectors.claims.sorting import SORT_KEYS
 from claims.selectors.fleet_history import HISTORY_WINDOWS_MS
-from claims.selectors.workflow_list import TIME_FIELDS, WORKFLOW_SORTS
+from claims.selectors.workflows.listing import TIME_FIELDS, WORKFLOW_SORTS
 from claims.views.action_kinds import ACTIONS
 
 from .imported import IMPORTED, IMPORTED_TYPE

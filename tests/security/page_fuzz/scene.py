@@ -31,7 +31,7 @@ from claims.models import (
     WorkflowStatus,
 )
 from claims.selectors.claims.sorting import SORT_KEYS
-from claims.selectors.workflow_list import WORKFLOW_SORTS
+from claims.selectors.workflows.listing import WORKFLOW_SORTS
 from claims.services.engines import fleet_snapshot_take
 from claims.services.workflows import workflow_index
 from tests import factories
