@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 from django.http import HttpRequest
 
 if TYPE_CHECKING:
-    from claims.selectors.alert_rules import Alert
+    from claims.selectors.fleet.alert_rules import Alert
 
 
 class EngineFloor:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.http import HttpRequest
 
 from claims.fleet_clock import fleet_now
-from claims.selectors.listings import reclaim_cursor_get
+from claims.selectors.fleet.reclaim import reclaim_cursor_get
 
 from .router import router
 from .schemas import READ_ERRORS, ReclaimCursorOut

@@ -1,8 +1,7 @@
 """Reads that feed pages, the API and /metrics; each is a fixed number of queries."""
 
 from claims.selectors.claims.listing import ClaimPage, ClaimView, claim_list
-
-from .fleet_totals import (
+from claims.selectors.fleet.totals import (
     ClaimHolderCounts,
     FleetMetrics,
     claim_holder_counts,

@@ -1,13 +1,11 @@
-"""Fleet listings for the API: re-drives, the reclaim cursor. One query each."""
+"""Fleet listings for the API: re-drives. One query each."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from claims.models import PendingRedrive, ReclaimCursor
+from claims.models import PendingRedrive
 from claims.selectors.engines.names import engine_condition
-
-DEFAULT_CURSOR = "default"
 
 
 @dataclass(frozen=True)
@@ -28,8 +26,3 @@ def redrive_list(
     found = list(rows[: limit + 1])
     items = found[:limit]
     return RedrivePage(items, items[-1].pk if len(found) > limit else None)
-
-
-def reclaim_cursor_get(name: str = DEFAULT_CURSOR) -> ReclaimCursor:
-    """The scan cursor; an unsaved one at the start of the keyspace before the first pass."""
-    return ReclaimCursor.objects.filter(name=name).first() or ReclaimCursor(name=name)

@@ -23,7 +23,7 @@ from claims.protocol.log_events import log_event
 from claims.protocol.metrics import SessionCount
 from claims.protocol.pass_histogram import summed_histograms
 from claims.protocol.timing import ClaimTiming
-from claims.selectors.fleet_totals import LIVE_ENGINE_STATUSES
+from claims.selectors.fleet.totals import LIVE_ENGINE_STATUSES
 from claims.store.sql.counters import counter_statements
 
 logger = logging.getLogger("weftboard.claims")
@@ -166,8 +166,8 @@ def counters_record(*, engine_id: str, totals: Mapping[str, int]) -> None:
 def fleet_snapshot_take(*, now_ms: int, timing: ClaimTiming) -> None:
     """Scan the fleet once for every overview poll until the next snapshot, and add it to
     the charts' history (pruned here too, so beat needs no other task)."""
-    from claims.selectors.fleet_history import history_row
-    from claims.selectors.overview import fleet_scan
+    from claims.selectors.fleet.history import history_row
+    from claims.selectors.fleet.snapshot import fleet_scan
 
     from .fleet_history import fleet_history_prune, fleet_history_record
 

@@ -3,7 +3,7 @@
 Kept: every row of the last hour, then the first row of each minute for 24 hours;
 older rows are deleted. The cut-off is aligned to a minute so a minute's rows are thinned
 all at once, and thinning a minute again keeps the same row. Rows are small (see
-claims.selectors.fleet_history.history_row), so a day is about 2,000 of them.
+claims.selectors.fleet.history.history_row), so a day is about 2,000 of them.
 """
 
 from __future__ import annotations

@@ -15,7 +15,7 @@ from django import template
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString, mark_safe
 
-from claims.selectors.fleet_history import Series
+from claims.selectors.fleet.history import Series
 
 register = template.Library()
 

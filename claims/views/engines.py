@@ -11,7 +11,7 @@ from claims.models import EngineStatus
 from claims.selectors.engines.actions import engine_events
 from claims.selectors.engines.health import silent_before_ms
 from claims.selectors.engines.listing import engine_detail, engine_list
-from claims.selectors.fleet_history import DEFAULT_WINDOW, HISTORY_WINDOWS_MS, engine_history
+from claims.selectors.fleet.history import DEFAULT_WINDOW, HISTORY_WINDOWS_MS, engine_history
 from weftboard.http import HtmxHttpRequest
 
 from .errors import NotFound

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from claims.selectors.fleet_history import Series
+from claims.selectors.fleet.history import Series
 from claims.templatetags.charts import (
     BOTTOM,
     HEIGHT,

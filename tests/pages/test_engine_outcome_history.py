@@ -9,7 +9,7 @@ import pytest
 
 from claims.conf import MINUTE_MS
 from claims.models import ClaimCounter, EngineStatus, FleetSnapshotHistory
-from claims.selectors.fleet_history import (
+from claims.selectors.fleet.history import (
     CHARTED_COUNTERS,
     engine_history,
     history_row,

@@ -6,7 +6,7 @@ import pytest
 
 from claims.conf import MINUTE_MS
 from claims.models import FleetSnapshotHistory
-from claims.selectors.fleet_history import (
+from claims.selectors.fleet.history import (
     OTHER_ENGINES,
     TOP_ENGINES,
     engine_history,

@@ -6,7 +6,8 @@ import pytest
 
 from claims.models import FleetSnapshot, WorkflowClaim
 from claims.protocol import ClaimTiming
-from claims.selectors.overview import latest_fleet_scan, overview
+from claims.selectors.fleet.overview import overview
+from claims.selectors.fleet.snapshot import latest_fleet_scan
 from claims.services.engines import fleet_snapshot_take
 
 pytestmark = pytest.mark.django_db

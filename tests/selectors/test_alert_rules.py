@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from claims.protocol.timing import ClaimTiming
-from claims.selectors.alert_rules import (
+from claims.selectors.fleet.alert_rules import (
     ALERT_RULES,
     EXAMPLES,
     Alert,

@@ -24,8 +24,8 @@ from claims.selectors.engines.health import (
 )
 from claims.selectors.engines.listing import engine_detail, engine_list
 from claims.selectors.engines.names import engine_labels
+from claims.selectors.fleet.overview import overview
 from claims.selectors.listings import redrive_list
-from claims.selectors.overview import overview
 from tests.factories import bulk_held_claims
 
 pytestmark = pytest.mark.django_db

@@ -12,7 +12,7 @@ from claims.models import ReclaimCursor, Workflow
 from claims.protocol.reclaim import CURSOR_NAME
 from claims.protocol.timing import ClaimTiming
 from claims.selectors.engines.listing import engine_detail
-from claims.selectors.reclaim import reclaim_progress
+from claims.selectors.fleet.reclaim import reclaim_progress
 from claims.selectors.workflows.listing import WorkflowFilters, workflow_list
 from claims.services.engines import fleet_snapshot_take
 from tests.factories import make_claim, make_engine, make_workflow

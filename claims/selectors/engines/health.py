@@ -16,9 +16,9 @@ from django.db.models import Count, Max
 from claims.models import Engine, EngineStatus, WorkflowClaim
 from claims.protocol.sessions import SessionRow
 from claims.protocol.timing import ClaimTiming
-from claims.selectors.alert_rules import Alert, engines_below_minimum
-from claims.selectors.fleet_totals import LIVE_ENGINE_STATUSES
-from claims.selectors.fleet_totals import (
+from claims.selectors.fleet.alert_rules import Alert, engines_below_minimum
+from claims.selectors.fleet.totals import LIVE_ENGINE_STATUSES
+from claims.selectors.fleet.totals import (
     silent_before_ms as silent_before_ms,  # where /metrics judges it
 )
 from claims.store import OrmClaimStore

@@ -22,8 +22,8 @@ from claims.protocol.sessions import SessionRow
 from claims.protocol.states import CLAIM_STATES, ClaimState
 from claims.protocol.timing import ClaimTiming
 from claims.selectors.claims.state_counts import claims_by_state
-from claims.selectors.fleet_totals import LIVE_ENGINE_STATUSES
-from claims.selectors.overview import snapshot_engine_states, snapshot_holdings
+from claims.selectors.fleet.snapshot import snapshot_engine_states, snapshot_holdings
+from claims.selectors.fleet.totals import LIVE_ENGINE_STATUSES
 
 from .health import SILENT, silent_holdings_of
 from .passes import LATE_INTERVALS, PASS_NAMES, pass_part

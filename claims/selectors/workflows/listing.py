@@ -19,7 +19,7 @@ from claims.protocol.constants import COLUMN_INT_MAX, COLUMN_INT_MIN
 from claims.protocol.errors import InvalidInputError, InvalidWorkflowIdError
 from claims.protocol.ids import check_workflow_id
 from claims.protocol.timing import ClaimTiming
-from claims.selectors.overview import snapshot_workflow_counts
+from claims.selectors.fleet.snapshot import snapshot_workflow_counts
 
 # A cursor is "<ms>:<workflow id>" or a workflow id: never longer than this.
 CURSOR_MAX_LENGTH = WORKFLOW_ID_MAX_LENGTH + 20

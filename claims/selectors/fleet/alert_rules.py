@@ -1,6 +1,6 @@
 """The overview's seven alert rules, as one pure function of values the overview has read.
 
-No query runs here: ``claims.selectors.overview`` reads the fleet and hands the results
+No query runs here: ``claims.selectors.fleet.overview`` reads the fleet and hands the results
 over as an ``AlertInputs``, so each rule can be tested on plain values. The rules run in
 a fixed order, which is the order the overview lists them in.
 """

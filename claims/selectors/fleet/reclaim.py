@@ -13,8 +13,8 @@ from claims.protocol.reclaim import CURSOR_NAME
 from claims.protocol.timing import ClaimTiming
 from claims.selectors.engines.passes import pass_part
 
-from .fleet_totals import LIVE_ENGINE_STATUSES
-from .overview import snapshot_workflow_counts
+from .snapshot import snapshot_workflow_counts
+from .totals import LIVE_ENGINE_STATUSES
 
 # (key in the pass summary, label, column heading)
 SOURCES = (
@@ -129,3 +129,8 @@ def reclaim_progress(*, now_ms: int, timing: ClaimTiming) -> ReclaimProgress:
         eta_ms=eta,
         as_of_ms=now_ms,
     )
+
+
+def reclaim_cursor_get(name: str = CURSOR_NAME) -> ReclaimCursor:
+    """The scan cursor; an unsaved one at the start of the keyspace before the first pass."""
+    return ReclaimCursor.objects.filter(name=name).first() or ReclaimCursor(name=name)
