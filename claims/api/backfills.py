@@ -10,7 +10,7 @@ from django.http import HttpRequest
 from ninja import Path, Status
 
 from claims.protocol.constants import MAX_SAFE_INTEGER
-from claims.selectors.backfills import backfill_get
+from claims.selectors.queues.backfills import backfill_get
 from claims.services.backfills import backfill_cancel, backfill_schedule
 
 from .access import check_write, write_throttle

@@ -12,7 +12,7 @@ from claims.protocol.ids import check_engine_id
 from claims.selectors.engines.actions import engine_get
 from claims.selectors.engines.health import silent_holdings_of
 from claims.selectors.engines.listing import engines_with_sessions
-from claims.selectors.listings import redrive_list
+from claims.selectors.queues.redrives import redrive_page
 from claims.services.claims import claims_force_release_for_engine
 from claims.services.drain import engine_drain, engine_undrain
 
@@ -73,7 +73,7 @@ def engines_list(request: HttpRequest, status: EngineStatus | None = None) -> En
 def redrives_list(request: HttpRequest, filters: Query[RedriveFilterIn]) -> RedrivePageOut:
     """Claims an engine holds but failed to drive, oldest first; follow `next_cursor` for more."""
     now_ms, _ = fleet_now()
-    page = redrive_list(engine=filters.engine, cursor=filters.cursor, limit=filters.limit)
+    page = redrive_page(engine=filters.engine, cursor=filters.cursor, limit=filters.limit)
     return RedrivePageOut(
         items=[RedriveOut.of(row) for row in page.items],
         next_cursor=page.next_cursor,

@@ -22,7 +22,7 @@ from django.views.decorators.http import require_POST
 from claims.conf import read_only_reason
 from claims.models import ACTIVE_BACKFILL_STATUSES, BackfillJob, Workflow
 from claims.protocol.errors import InvalidInputError
-from claims.selectors.backfills import active_backfill
+from claims.selectors.queues.backfills import active_backfill
 from claims.services.backfills import backfill_cancel, backfill_schedule
 
 from .errors import (

@@ -22,7 +22,7 @@ from claims.backfill.jobs import ms_to_datetime, now_ms
 from claims.models import ACTIVE_BACKFILL_STATUSES, BackfillJob, BackfillStatus, Workflow
 from claims.protocol import Clock
 from claims.protocol.times import datetime_ms
-from claims.selectors.backfills import active_backfill
+from claims.selectors.queues.backfills import active_backfill
 
 from .rules import refuse_if_read_only
 

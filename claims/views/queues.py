@@ -6,7 +6,8 @@ from django.http import HttpResponse
 from django.views.decorators.http import require_GET
 
 from claims.fleet_clock import fleet_now
-from claims.selectors.queues import backfill_list, redrive_list
+from claims.selectors.queues.backfills import backfill_list
+from claims.selectors.queues.redrives import redrive_list
 from weftboard.http import HtmxHttpRequest
 
 from .inputs import optional_text

@@ -25,7 +25,7 @@ from claims.selectors.engines.health import (
 from claims.selectors.engines.listing import engine_detail, engine_list
 from claims.selectors.engines.names import engine_labels
 from claims.selectors.fleet.overview import overview
-from claims.selectors.listings import redrive_list
+from claims.selectors.queues.redrives import redrive_page
 from tests.factories import bulk_held_claims
 
 pytestmark = pytest.mark.django_db
@@ -219,7 +219,7 @@ def test_audit_and_redrive_filters_accept_a_name() -> None:
         )
 
     events = audit_page(AuditFilters(engine="engine1@host"), now_ms=NOW_MS)
-    redrives = redrive_list(engine="engine1@host", limit=10)
+    redrives = redrive_page(engine="engine1@host", limit=10)
 
     assert [e.engine_id for e in events.items] == ["e-new"]
     assert [r.engine_id for r in redrives.items] == ["e-new"]

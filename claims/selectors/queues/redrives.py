@@ -1,4 +1,5 @@
-"""Work waiting on the fleet: pending re-drives and visibility backfills."""
+"""Pending re-drives: the queues page's list with its ageing totals, and the API's keyset
+pages."""
 
 from __future__ import annotations
 
@@ -6,16 +7,11 @@ from dataclasses import dataclass
 
 from django.db.models import Count, Min, Q
 
-from claims.models import (
-    ACTIVE_BACKFILL_STATUSES,
-    BackfillJob,
-    PendingRedrive,
-    VisibilityWatermark,
-)
+from claims.models import PendingRedrive
 from claims.protocol.timing import ClaimTiming
+from claims.selectors.engines.names import engine_condition
 
 REDRIVE_LIMIT = 200
-BACKFILL_LIMIT = 50
 
 
 @dataclass(frozen=True)
@@ -50,35 +46,20 @@ def redrive_list(*, now_ms: int, timing: ClaimTiming, engine: str | None = None)
 
 
 @dataclass(frozen=True)
-class BackfillView:
-    job: BackfillJob
-
-    @property
-    def active(self) -> bool:
-        return self.job.status in ACTIVE_BACKFILL_STATUSES
-
-    @property
-    def percent(self) -> float | None:
-        total = self.job.total_estimate
-        if not total:
-            return None if self.job.status != "succeeded" else 100.0
-        return round(min(100.0, 100 * self.job.processed / total), 1)
+class RedrivePage:
+    items: list[PendingRedrive]
+    next_cursor: int | None
 
 
-@dataclass(frozen=True)
-class BackfillList:
-    rows: list[BackfillView]
-    any_active: bool
-    watermark: VisibilityWatermark | None
-    as_of_ms: int
-
-
-def backfill_list(*, now_ms: int) -> BackfillList:
-    """Newest first; two queries."""
-    rows = [BackfillView(job) for job in BackfillJob.objects.order_by("-id")[:BACKFILL_LIMIT]]
-    return BackfillList(
-        rows=rows,
-        any_active=any(row.active for row in rows),
-        watermark=VisibilityWatermark.objects.first(),
-        as_of_ms=now_ms,
-    )
+def redrive_page(
+    *, engine: str | None = None, cursor: int | None = None, limit: int
+) -> RedrivePage:
+    """Pending re-drives in row order after ``cursor`` (a row id)."""
+    rows = PendingRedrive.objects.order_by("id")
+    if engine:
+        rows = rows.filter(engine_condition("engine_id", engine))  # id or name
+    if cursor is not None:
+        rows = rows.filter(id__gt=cursor)
+    found = list(rows[: limit + 1])
+    items = found[:limit]
+    return RedrivePage(items, items[-1].pk if len(found) > limit else None)

@@ -1,0 +1,1 @@
+"""Reads of the work waiting on the fleet: pending re-drives and visibility backfills."""
