@@ -24,7 +24,7 @@ from collections.abc import Callable
 
 from claims.protocol.log_events import log_event
 from claims.selectors.engines.actions import engine_status
-from claims.selectors.fleet.totals import LIVE_ENGINE_STATUSES
+from claims.selectors.engines.liveness import LIVE_ENGINE_STATUSES
 
 logger = logging.getLogger("weftboard.claims")
 

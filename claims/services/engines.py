@@ -23,7 +23,7 @@ from claims.protocol.log_events import log_event
 from claims.protocol.metrics import SessionCount
 from claims.protocol.pass_histogram import summed_histograms
 from claims.protocol.timing import ClaimTiming
-from claims.selectors.fleet.totals import LIVE_ENGINE_STATUSES
+from claims.selectors.engines.liveness import LIVE_ENGINE_STATUSES
 from claims.store.sql.counters import counter_statements
 
 logger = logging.getLogger("weftboard.claims")

@@ -23,7 +23,7 @@ from claims.models import Engine, OwnershipModeMarker
 from claims.protocol.constants import ENGINE_OWNERSHIP_MODES
 from claims.protocol.errors import ConflictError, InvalidInputError
 from claims.protocol.log_events import log_event
-from claims.selectors.fleet.totals import LIVE_ENGINE_STATUSES
+from claims.selectors.engines.liveness import LIVE_ENGINE_STATUSES
 
 logger = logging.getLogger("weftboard.claims")
 

@@ -9,8 +9,8 @@ from claims.conf import DAY_MS, engine_history_ms
 from claims.fleet_clock import fleet_now
 from claims.models import EngineStatus
 from claims.selectors.engines.actions import engine_events
-from claims.selectors.engines.health import silent_before_ms
 from claims.selectors.engines.listing import engine_detail, engine_list
+from claims.selectors.engines.liveness import silent_before_ms
 from claims.selectors.fleet.history import DEFAULT_WINDOW, HISTORY_WINDOWS_MS, engine_history
 from weftboard.http import HtmxHttpRequest
 

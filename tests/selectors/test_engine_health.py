@@ -18,11 +18,11 @@ from claims.selectors.engines.health import (
     engine_floor_alert,
     healthy_engine_count,
     is_silent,
-    silent_before_ms,
     silent_holdings,
     silent_holdings_of,
 )
 from claims.selectors.engines.listing import engine_detail, engine_list
+from claims.selectors.engines.liveness import silent_before_ms
 from claims.selectors.engines.names import engine_labels
 from claims.selectors.fleet.overview import overview
 from claims.selectors.queues.redrives import redrive_page

@@ -17,11 +17,9 @@ from claims.models import Engine, EngineStatus, WorkflowClaim
 from claims.protocol.sessions import SessionRow
 from claims.protocol.timing import ClaimTiming
 from claims.selectors.fleet.alert_rules import Alert, engines_below_minimum
-from claims.selectors.fleet.totals import LIVE_ENGINE_STATUSES
-from claims.selectors.fleet.totals import (
-    silent_before_ms as silent_before_ms,  # where /metrics judges it
-)
 from claims.store import OrmClaimStore
+
+from .liveness import LIVE_ENGINE_STATUSES, silent_before_ms
 
 SILENT = "silent"
 

@@ -23,10 +23,10 @@ from claims.protocol.states import CLAIM_STATES, ClaimState
 from claims.protocol.timing import ClaimTiming
 from claims.selectors.claims.state_counts import claims_by_state
 from claims.selectors.fleet.snapshot import snapshot_engine_states, snapshot_holdings
-from claims.selectors.fleet.totals import LIVE_ENGINE_STATUSES
 
 from .health import SILENT, silent_holdings_of
-from .passes import LATE_INTERVALS, PASS_NAMES, pass_part
+from .liveness import LATE_INTERVALS, LIVE_ENGINE_STATUSES
+from .passes import PASS_NAMES, pass_part
 from .sessions import session_of, with_sessions
 
 ENGINE_LIMIT = 200

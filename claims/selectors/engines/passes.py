@@ -1,12 +1,10 @@
-"""Engine passes as their summaries report them, and when a pass or heartbeat is late."""
+"""Engine passes as their summaries report them."""
 
 from __future__ import annotations
 
 from typing import Any
 
 PASS_NAMES = ("renew", "reclaim", "wake")
-# A pass, heartbeat or holder is late once this many renew intervals went by without it.
-LATE_INTERVALS = 2
 
 
 def pass_part(summary: Any, name: str) -> dict[str, Any]:

@@ -12,7 +12,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from claims.protocol.timing import ClaimTiming
-from claims.selectors.engines.passes import LATE_INTERVALS, PASS_NAMES, pass_part
+from claims.selectors.engines.liveness import LATE_INTERVALS
+from claims.selectors.engines.passes import PASS_NAMES, pass_part
 
 # How many workflow or engine ids an alert lists as examples.
 EXAMPLES = 5

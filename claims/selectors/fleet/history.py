@@ -20,9 +20,10 @@ from claims.conf import MINUTE_MS
 from claims.models import ClaimCounter, CounterName, Engine, FleetSnapshotHistory
 from claims.protocol.constants import OUTCOMES
 from claims.protocol.states import ClaimState
+from claims.selectors.engines.liveness import LIVE_ENGINE_STATUSES
 from claims.selectors.engines.passes import PASS_NAMES, pass_part
 
-from .totals import LIVE_ENGINE_STATUSES, counter_totals
+from .totals import counter_totals
 
 # The windows an operator can pick (?history=), the first the default.
 HISTORY_WINDOWS_MS = {"1h": 3_600_000, "6h": 6 * 3_600_000, "24h": 24 * 3_600_000}

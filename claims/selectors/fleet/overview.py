@@ -28,7 +28,7 @@ from claims.models import (
 )
 from claims.protocol.states import ClaimState
 from claims.protocol.timing import ClaimTiming
-from claims.selectors.engines.health import silent_before_ms
+from claims.selectors.engines.liveness import LIVE_ENGINE_STATUSES, silent_before_ms
 from claims.selectors.engines.passes import PASS_NAMES, pass_part
 
 from .alert_rules import (
@@ -41,7 +41,7 @@ from .alert_rules import (
     silent_holders,
 )
 from .snapshot import latest_fleet_scan
-from .totals import LIVE_ENGINE_STATUSES, counter_totals
+from .totals import counter_totals
 
 RECENTLY_DEAD_MS = 3_600_000
 

@@ -11,10 +11,10 @@ from claims.models import Engine, ReclaimCursor, Workflow, WorkflowStatus
 from claims.protocol.constants import AUTHORITATIVE_SCAN_LIMIT
 from claims.protocol.reclaim import CURSOR_NAME
 from claims.protocol.timing import ClaimTiming
+from claims.selectors.engines.liveness import LIVE_ENGINE_STATUSES
 from claims.selectors.engines.passes import pass_part
 
 from .snapshot import snapshot_workflow_counts
-from .totals import LIVE_ENGINE_STATUSES
 
 # (key in the pass summary, label, column heading)
 SOURCES = (

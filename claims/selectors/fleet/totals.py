@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from django.db.models import Count, Q, Sum
 
-from claims.selectors.engines.passes import LATE_INTERVALS
+from claims.selectors.engines.liveness import LIVE_ENGINE_STATUSES, silent_before_ms
 
 if TYPE_CHECKING:
     from claims.protocol.timing import ClaimTiming
@@ -58,9 +58,6 @@ class FleetMetrics:
     engines_healthy: int = 0
 
 
-LIVE_ENGINE_STATUSES = ("active", "disposing")
-
-
 def counter_totals() -> dict[str, int]:
     """Each engine counter summed over every engine ever seen, zeros included; one query."""
     from claims.models import ClaimCounter, CounterName
@@ -69,11 +66,6 @@ def counter_totals() -> dict[str, int]:
     for row in ClaimCounter.objects.values("name").annotate(total=Sum("value")).order_by():
         counters[row["name"]] = int(row["total"] or 0)
     return counters
-
-
-def silent_before_ms(now_ms: int, timing: ClaimTiming) -> int:
-    """An engine whose last heartbeat is before this is silent: TTL + 2 renew intervals."""
-    return now_ms - timing.ttl_ms - LATE_INTERVALS * timing.renew_interval_ms
 
 
 def fleet_metrics(*, now_ms: int | None = None, timing: ClaimTiming | None = None) -> FleetMetrics:
