@@ -16,7 +16,14 @@ from django.db import transaction
 
 from claims.conf import claim_timing
 from claims.fleet_clock import fleet_clock
-from claims.models import TERMINAL_STATUSES, Engine, EngineStatus, Workflow, WorkflowStatus
+from claims.models import (
+    TERMINAL_STATUSES,
+    Engine,
+    EngineStatus,
+    Workflow,
+    WorkflowClaim,
+    WorkflowStatus,
+)
 from claims.protocol import Clock, rotate_claim
 from claims.protocol.errors import (
     ClaimConfigError,
@@ -244,8 +251,7 @@ def _grant_takeover(
         # A finished, suspended or deleted workflow needs no engine (none drives it);
         # granting it one grows the epoch and the audit log for nothing (the page
         # refuses it too).
-        status = Workflow.objects.filter(workflow_id=workflow_id).values_list("status", flat=True)
-        current = status.first()
+        current = _status_under_lock(workflow_id)
         if current is None or current in TERMINAL_STATUSES or current == WorkflowStatus.SUSPENDED:
             raise InvalidTransitionError(
                 workflow_id, current or "deleted", "force a takeover of the claim of"
@@ -265,6 +271,17 @@ def _grant_takeover(
             reason=reason,
         )
     return ForcedTakeover(epoch=epoch, adopt_queue=queue)
+
+
+def _status_under_lock(workflow_id: str) -> str | None:
+    """The workflow's status (None without a row), read under the locks a fenced write
+    takes, in its order (claim row, then workflow row). Read without them, an engine's
+    finish committing between this read and the rotation went unseen: the rotation
+    compares the epoch alone, which a finish keeps, and granted a finished workflow."""
+    claim = WorkflowClaim.objects.select_for_update(no_key=True).filter(workflow_id=workflow_id)
+    list(claim.values_list("epoch", flat=True))
+    workflow = Workflow.objects.select_for_update().filter(workflow_id=workflow_id)
+    return workflow.values_list("status", flat=True).first()
 
 
 def _send_adopt(workflow_id: str, epoch: int, queue: str) -> None:
