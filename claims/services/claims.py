@@ -26,7 +26,7 @@ from claims.protocol.errors import (
 )
 from claims.protocol.ids import check_engine_id, check_workflow_id
 from claims.protocol.records import ClaimRow
-from claims.protocol.transitions import epoch_as_seen
+from claims.protocol.transitions import check_expected_epoch, is_expected_epoch
 from claims.store import OrmClaimStore
 
 from .rules import operator_reason, refuse_if_read_only
@@ -64,12 +64,13 @@ def claim_force_release(
     reason = operator_reason(reason)
     with transaction.atomic():
         row = _store.read_claim(workflow_id)
+        # A claim moved past the epoch the operator saw is stale, whoever holds it now.
+        check_expected_epoch(workflow_id, expected_epoch, None if row is None else row.epoch)
         # Ownerless at the epoch the operator saw (no row, or no holder): nothing to
         # release, and a rotation would only grow the epoch and the audit log. (Any grant
         # since would have moved the epoch, so the compare-and-swap below still catches a
         # claim taken meanwhile.)
-        unheld = row is None or row.holder is None
-        if unheld and epoch_as_seen(None if row is None else row.epoch) == expected_epoch:
+        if row is None or row.holder is None:
             raise InvalidTransitionError(workflow_id, "ownerless", "force-release the claim of")
         return _rotate_released(workflow_id, expected_epoch, actor, reason, clock)
 
@@ -163,7 +164,8 @@ def _release_if_held_by(
         return _outcome(seen, "not-held", None, "there is no claim row")
     # A holder only changes with the epoch, so the compare-and-swap below still catches
     # a claim granted elsewhere after this read.
-    if row.epoch == expected_epoch and (row.holder is None or row.holder.engine_id != engine_id):
+    held_by_engine = row.holder is not None and row.holder.engine_id == engine_id
+    if is_expected_epoch(expected_epoch, row.epoch) and not held_by_engine:
         return _outcome(seen, "not-held", row.epoch, f"not held by engine {engine_id}")
     try:
         # The batch's input was checked as a whole and this row read with it: what is

@@ -18,6 +18,7 @@ from django_htmx.http import reswap, retarget, trigger_client_event
 
 from claims.fleet_clock import fleet_now
 from claims.protocol.errors import ClaimConfigError, InvalidTransitionError, StaleEpochError
+from claims.protocol.transitions import is_expected_epoch
 from claims.selectors.engines import live_engine_ids
 from claims.selectors.workflow_detail import claim_view
 from claims.selectors.workflows import workflow_get
@@ -171,7 +172,7 @@ def workflow_action(request: HtmxHttpRequest, workflow_id: str, action: str) -> 
         if request.method == "GET":
             seen = optional_positive_int(request.GET, "epoch", what="epoch")
             current = context["expected_epoch"]
-            if seen is not None and current is not None and seen != current:
+            if seen is not None and current is not None and not is_expected_epoch(seen, current):
                 context.update(stale=True, seen_epoch=seen)
                 return _form(request, context, status=409)
             return _form(request, context)
