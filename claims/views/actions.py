@@ -22,7 +22,7 @@ from claims.protocol.transitions import is_expected_epoch
 from claims.selectors.engines import live_engine_ids
 from claims.selectors.workflow_detail import claim_view
 from claims.selectors.workflows import workflow_get
-from claims.services.rules import ReadOnlyError
+from claims.services.errors import ReadOnlyError
 from weftboard.http import HtmxHttpRequest
 
 from .action_kinds import ACTIONS, ActionForm, ActionKind

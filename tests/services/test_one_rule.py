@@ -14,13 +14,12 @@ from unittest import mock
 import pytest
 from django.test import Client
 
-from claims.backfill import BackfillReadOnlyError
 from claims.models import ClaimEvent, Workflow, WorkflowClaim
 from claims.protocol.errors import InvalidInputError
 from claims.runtime.errors import UnknownWorkflowTypeError
 from claims.services.backfills import backfill_schedule
 from claims.services.claims import claim_force_release, claim_force_takeover_and_notify
-from claims.services.rules import ReadOnlyError
+from claims.services.errors import ReadOnlyError
 from claims.services.workflows import (
     workflow_cancel,
     workflow_resume,
@@ -202,7 +201,7 @@ def test_starting_resuming_and_scheduling_are_refused_while_read_only(settings):
         workflow_start(workflow_type="order", workflow_id="wf-new", actor="operator")
     with pytest.raises(ReadOnlyError):
         workflow_resume("wf-1", actor="operator", reason="back on", expected_epoch=EPOCH)
-    with pytest.raises(BackfillReadOnlyError):
+    with pytest.raises(ReadOnlyError):
         backfill_schedule(requested_by="operator")
     assert not Workflow.objects.filter(workflow_id="wf-new").exists()
     assert state() == UNCHANGED
