@@ -23,6 +23,7 @@ from claims.protocol.errors import (
     InvalidInputError,
     InvalidTransitionError,
     StaleEpochError,
+    WorkflowNotFoundError,
 )
 from claims.protocol.ids import check_engine_id, check_workflow_id
 from claims.protocol.records import ClaimRow
@@ -57,12 +58,18 @@ def claim_force_release(
 ) -> int:
     """Move the claim to epoch + 1 with no holder; the old holder is deposed on its next write.
 
-    Raises StaleEpochError when the claim is no longer at ``expected_epoch``.
+    Raises WorkflowNotFoundError when the workflow row is gone (its claim row is kept):
+    nothing needs it released, since no engine drives a deleted workflow and an id used
+    again continues its epoch line; the bulk release of an engine's claims still clears
+    it with the rest. Raises StaleEpochError when the claim is no longer at
+    ``expected_epoch``, InvalidTransitionError when nobody holds it.
     """
     refuse_if_read_only()
     workflow_id = check_workflow_id(workflow_id)
     reason = operator_reason(reason)
     with transaction.atomic():
+        if not Workflow.objects.filter(workflow_id=workflow_id).exists():
+            raise WorkflowNotFoundError(workflow_id)
         row = _store.read_claim(workflow_id)
         # A claim moved past the epoch the operator saw is stale, whoever holds it now.
         check_expected_epoch(workflow_id, expected_epoch, None if row is None else row.epoch)
@@ -197,7 +204,8 @@ def claim_force_takeover_and_notify(
 
     The message leaves only after the grant commits, so the engine never reads a claim
     that is not there yet. Raises StaleEpochError, ClaimConfigError for an engine that is
-    not live, InvalidWorkflowIdError, InvalidTransitionError for a finished workflow.
+    not live, InvalidWorkflowIdError, InvalidTransitionError for a finished or suspended
+    workflow, WorkflowNotFoundError when its workflow row is gone.
     """
     with transaction.atomic():
         granted = _grant_takeover(
@@ -245,13 +253,13 @@ def _grant_takeover(
     with transaction.atomic():
         # A finished, suspended or deleted workflow needs no engine (none drives it);
         # granting it one grows the epoch and the audit log for nothing (the page
-        # refuses it too).
+        # refuses it too). A deleted one is not found, as for every other action.
         status = Workflow.objects.filter(workflow_id=workflow_id).values_list("status", flat=True)
         current = status.first()
-        if current is None or current in TERMINAL_STATUSES or current == WorkflowStatus.SUSPENDED:
-            raise InvalidTransitionError(
-                workflow_id, current or "deleted", "force a takeover of the claim of"
-            )
+        if current is None:
+            raise WorkflowNotFoundError(workflow_id)
+        if current in TERMINAL_STATUSES or current == WorkflowStatus.SUSPENDED:
+            raise InvalidTransitionError(workflow_id, current, "force a takeover of the claim of")
         now, timing = (clock or fleet_clock())(), claim_timing()
         session = open_session_epoch(_store, target_engine_id, now_ms=now, timing=timing)
         epoch = rotate_claim(
