@@ -10,7 +10,7 @@ import pytest
 
 from claims.fleet_clock import fleet_clock
 from claims.models import EngineSession
-from claims.models.sessions import SessionRowsAreKeptError
+from claims.models.errors import SessionRowsAreKeptError
 from claims.protocol import ClaimRegistry, ClaimTiming, Holder, SessionLeases
 from claims.protocol.session_lease import EngineSessionLease
 from claims.services.claims import claim_force_takeover_and_notify

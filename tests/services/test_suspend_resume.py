@@ -15,7 +15,7 @@ from claims.protocol.errors import (
     StaleEpochError,
     WorkflowNotFoundError,
 )
-from claims.services.rules import ReadOnlyError
+from claims.services.errors import ReadOnlyError
 from claims.services.workflows import (
     workflow_cancel,
     workflow_resume,
