@@ -260,22 +260,12 @@ def _grant_takeover(
     with transaction.atomic():
         # A finished, suspended or deleted workflow needs no engine (none drives it);
         # granting it one grows the epoch and the audit log for nothing (the page
-<<<<<<< HEAD
-        # refuses it too).
-        current = _status_under_lock(workflow_id)
-        if current is None or current in TERMINAL_STATUSES or current == WorkflowStatus.SUSPENDED:
-            raise InvalidTransitionError(
-                workflow_id, current or "deleted", "force a takeover of the claim of"
-            )
-=======
         # refuses it too). A deleted one is not found, as for every other action.
-        status = Workflow.objects.filter(workflow_id=workflow_id).values_list("status", flat=True)
-        current = status.first()
+        current = _status_under_lock(workflow_id)
         if current is None:
             raise WorkflowNotFoundError(workflow_id)
         if current in TERMINAL_STATUSES or current == WorkflowStatus.SUSPENDED:
             raise InvalidTransitionError(workflow_id, current, "force a takeover of the claim of")
->>>>>>> err
         now, timing = (clock or fleet_clock())(), claim_timing()
         session = open_session_epoch(_store, target_engine_id, now_ms=now, timing=timing)
         epoch = rotate_claim(
