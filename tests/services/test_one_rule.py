@@ -27,9 +27,9 @@ from claims.services.workflows import (
     workflow_suspend,
 )
 
-from .conftest import EPOCH
+from .conftest import EPOCH, WORLD
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures(*WORLD)]
 
 ACTIONS = ("cancel", "suspend", "release", "takeover")
 API_PATHS = {

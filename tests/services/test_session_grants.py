@@ -17,7 +17,9 @@ from claims.services.claims import claim_force_takeover_and_notify
 from claims.services.workflows import workflow_start
 from claims.store import OrmClaimStore
 
-from .conftest import EPOCH
+from .conftest import EPOCH, WORLD
+
+pytestmark = pytest.mark.usefixtures(*WORLD)
 
 
 def holder_of(workflow_id: str) -> Holder | None:

@@ -23,9 +23,9 @@ from claims.services.workflows import (
     workflow_suspend,
 )
 
-from .conftest import EPOCH
+from .conftest import EPOCH, WORLD
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures(*WORLD)]
 
 
 def claim_state(workflow_id: str = "wf-1") -> tuple[int, str | None]:
