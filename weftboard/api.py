@@ -35,12 +35,6 @@ from claims.api import router as claims_router
 from claims.api.access import read_throttle
 from claims.api.body import JsonBodyParser, body_rule_refusal
 from claims.api.schemas import ClaimStateOut, StaleEpochOut
-from claims.backfill import (
-    BackfillAlreadyActiveError,
-    BackfillInThePastError,
-    BackfillNotActiveError,
-    BackfillReadOnlyError,
-)
 from claims.fleet_clock import fleet_now
 from claims.protocol.errors import (
     ClaimConfigError,
@@ -53,7 +47,12 @@ from claims.protocol.errors import (
 )
 from claims.runtime.errors import UnknownWorkflowTypeError
 from claims.selectors.claims.ownership import claim_snapshot
-from claims.services.rules import ReadOnlyError
+from claims.services.errors import (
+    BackfillAlreadyActiveError,
+    BackfillInThePastError,
+    BackfillNotActiveError,
+    ReadOnlyError,
+)
 from claims.tokens import api_token_authenticate
 from weftboard.api_errors import unexpected_error
 from weftboard.read_time_limit import (
@@ -201,9 +200,8 @@ ERROR_STATUS: dict[type[Exception], int] = {
     BackfillAlreadyActiveError: 409,
     BackfillNotActiveError: 409,
     BackfillInThePastError: 422,
-    # ClaimConfigErrors, but the read-only switch is a refusal, not bad input.
+    # A ClaimConfigError, but the read-only switch is a refusal, not bad input.
     ReadOnlyError: 403,
-    BackfillReadOnlyError: 403,
 }
 
 for error, status in ERROR_STATUS.items():

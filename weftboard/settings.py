@@ -255,7 +255,8 @@ SECURE_HSTS_PRELOAD = env_flag("WEFTBOARD_HSTS_PRELOAD")
 SECURE_REFERRER_POLICY = "same-origin"
 SECURE_CROSS_ORIGIN_OPENER_POLICY = "same-origin"
 X_FRAME_OPTIONS = "DENY"
-# An operator's session ends after a working day idle, not Django's two weeks.
+# A session ends 12 hours after sign-in, busy or idle (not Django's two weeks): its expiry is
+# set at sign-in, and SESSION_SAVE_EVERY_REQUEST off keeps requests from extending it.
 SESSION_COOKIE_AGE = 12 * 60 * 60
 SESSION_SAVE_EVERY_REQUEST = False
 # The database sessions, refusing a cookie no session key could be (weftboard/sessions.py).

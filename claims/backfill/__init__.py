@@ -3,7 +3,8 @@
 Scheduling and cancelling are the operator's calls (admin, API), in
 claims.services.backfills; ``backfill_run`` is the Celery task's body
 (``claims.backfill_run``) and ``backfill_run_due`` beat's (``claims.backfill_run_due``):
-it starts due jobs and resumes running ones whose runner died.
+it starts due jobs and resumes running ones whose runner died. What scheduling and
+cancelling refuse is in claims.services.errors.
 
 Outcomes: ``succeeded`` (and the VisibilityWatermark moves to version + 1) only when the
 whole table was walked with no conflicts; ``failed`` with "N conflicts ...; run it
@@ -13,22 +14,12 @@ type and first line when it raised; ``cancelled`` when cancelled (before the nex
 
 from __future__ import annotations
 
-from .errors import (
-    BackfillAlreadyActiveError,
-    BackfillInThePastError,
-    BackfillNotActiveError,
-    BackfillReadOnlyError,
-)
 from .jobs import backfill_progress
 from .runner import DEFAULT_BATCH_SIZE, MAX_BATCH_SIZE, backfill_run, backfill_run_due
 
 __all__ = [
     "DEFAULT_BATCH_SIZE",
     "MAX_BATCH_SIZE",
-    "BackfillAlreadyActiveError",
-    "BackfillInThePastError",
-    "BackfillNotActiveError",
-    "BackfillReadOnlyError",
     "backfill_progress",
     "backfill_run",
     "backfill_run_due",

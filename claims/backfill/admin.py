@@ -24,13 +24,13 @@ from claims.models import ACTIVE_BACKFILL_STATUSES, BackfillJob, Workflow
 from claims.protocol.errors import InvalidInputError
 from claims.selectors.queues.backfills import active_backfill
 from claims.services.backfills import backfill_cancel, backfill_schedule
-
-from .errors import (
+from claims.services.errors import (
     BackfillAlreadyActiveError,
     BackfillInThePastError,
     BackfillNotActiveError,
-    BackfillReadOnlyError,
+    ReadOnlyError,
 )
+
 from .jobs import backfill_progress
 
 PROGRESS_POLL_LIMIT = 100
@@ -129,7 +129,7 @@ class BackfillJobAdminBase(admin.ModelAdmin):
     def _cancel(self, request: HttpRequest, job_id: int) -> bool:
         try:
             job = backfill_cancel(job_id=job_id, actor=request.user.get_username())
-        except BackfillReadOnlyError as error:
+        except ReadOnlyError as error:
             self.message_user(request, f"Nothing was cancelled: {error.reason}", messages.ERROR)
             return False
         except (BackfillNotActiveError, BackfillJob.DoesNotExist) as error:
@@ -198,7 +198,7 @@ class BackfillJobAdminBase(admin.ModelAdmin):
             messages.error(request, f"The backfill was not scheduled: {error}.")
             return HttpResponseRedirect(self._changelist_url())
 
-        except BackfillReadOnlyError as error:
+        except ReadOnlyError as error:
             messages.error(request, f"The backfill was not scheduled: {error.reason}")
             return HttpResponseRedirect(self._changelist_url())
         self.log_addition(request, job, "Scheduled a visibility backfill.")

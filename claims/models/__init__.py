@@ -9,7 +9,6 @@ from .backfills import ACTIVE_BACKFILL_STATUSES, BackfillJob, BackfillStatus
 from .claims import (
     ClaimEvent,
     ClaimEventKind,
-    ClaimRowsAreKeptError,
     OwnershipMode,
     OwnershipModeMarker,
     WorkflowClaim,
@@ -27,6 +26,7 @@ from .engines import (
     ReclaimCursor,
     RetiredPassHistograms,
 )
+from .errors import ClaimRowsAreKeptError, SessionRowsAreKeptError
 from .fleet_history import FleetSnapshotHistory
 from .id_search import ClaimIdSearch
 from .ids import ENGINE_ID_MAX_LENGTH, WORKFLOW_ID_MAX_LENGTH
@@ -68,6 +68,7 @@ __all__ = [
     "PendingRedrive",
     "ReclaimCursor",
     "RetiredPassHistograms",
+    "SessionRowsAreKeptError",
     "StepLedger",
     "VisibilityWatermark",
     "Workflow",

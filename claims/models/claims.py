@@ -10,6 +10,7 @@ from django.db.models import F, Q
 
 from claims.protocol.constants import MAX_SAFE_INTEGER
 
+from .errors import ClaimRowsAreKeptError
 from .ids import ENGINE_ID_MAX_LENGTH, WORKFLOW_ID_MAX_LENGTH
 from .singletons import only_row_one, singleton_id
 
@@ -41,11 +42,6 @@ HOLDER_INVALID = (
 # Held rows that are garbage in their own columns: rare, so their partial index is small,
 # and the invalid state is read from it instead of judging every held row.
 HOLDER_GARBLED = HOLDER_PRESENT & HOLDER_INVALID
-
-
-class ClaimRowsAreKeptError(RuntimeError):
-    """A claim row carries the fencing epoch for the id's whole life; deleting it would
-    let a reused id mint an epoch that a stale engine still holds."""
 
 
 class WorkflowClaimQuerySet(models.QuerySet["WorkflowClaim"]):

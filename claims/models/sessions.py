@@ -7,12 +7,8 @@ from typing import Any, NoReturn
 from django.db import models
 from django.db.models import Q
 
+from .errors import SessionRowsAreKeptError
 from .ids import ENGINE_ID_MAX_LENGTH
-
-
-class SessionRowsAreKeptError(RuntimeError):
-    """A session row carries its engine's session epoch for good: deleting it would let
-    the engine open epoch 1 again, and a claim naming an old epoch 1 come back to life."""
 
 
 class EngineSessionQuerySet(models.QuerySet["EngineSession"]):

@@ -88,3 +88,12 @@ class InvalidTransitionError(ClaimError):
         self.workflow_id = workflow_id
         self.status = status
         self.action = action
+
+
+class SessionUnavailableError(RuntimeError):
+    """This engine could not open a session, so it cannot grant claims now (engine-lease
+    mode, claims.protocol.session_leases)."""
+
+
+class SessionRenewalError(RuntimeError):
+    """The session renewal raised (it is in doubt until the next one reads the row)."""

@@ -14,6 +14,7 @@ import logging
 from collections.abc import Callable, Mapping
 from typing import Literal
 
+from .errors import SessionRenewalError, SessionUnavailableError
 from .held_claims import HeldClaims
 from .liveness import RenewPassResult, SessionRenewal
 from .log_events import log_event
@@ -28,14 +29,6 @@ logger = logging.getLogger("weftboard.claims")
 # row between the read and the write, which nothing but a second process with this
 # engine's id does.
 OPEN_TRIES = 2
-
-
-class SessionUnavailableError(RuntimeError):
-    """This engine could not open a session, so it cannot grant claims now."""
-
-
-class SessionRenewalError(RuntimeError):
-    """The session renewal raised (it is in doubt until the next one reads the row)."""
 
 
 class SessionLeases:

@@ -23,11 +23,17 @@ def epoch_as_seen(current: int | None) -> int:
     return NO_CLAIM_EPOCH if current is None else current
 
 
-def check_expected_epoch(workflow_id: str, expected_epoch: int | None, current: int | None) -> None:
+def is_expected_epoch(expected_epoch: int | None, current: int | None) -> bool:
     """The one compare of an epoch a caller saw against the claim as read now (``current``,
-    None when there is no row): StaleEpochError unless they agree. ``expected_epoch`` None
-    asks for no compare; 0 means the caller saw no claim row."""
-    if expected_epoch is not None and expected_epoch != epoch_as_seen(current):
+    None when there is no row): 0 means the caller saw no claim row, and ``expected_epoch``
+    None asks for no compare (always True)."""
+    return expected_epoch is None or expected_epoch == epoch_as_seen(current)
+
+
+def check_expected_epoch(workflow_id: str, expected_epoch: int | None, current: int | None) -> None:
+    """``is_expected_epoch``, raising StaleEpochError (the 409 with the current epoch)
+    when the claim has moved past what the caller saw."""
+    if not is_expected_epoch(expected_epoch, current):
         raise StaleEpochError(workflow_id, expected_epoch, current)
 
 

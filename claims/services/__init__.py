@@ -5,6 +5,7 @@
 (registration, heartbeats, counters, the silent dead, the fleet snapshot), ``backfills``
 (schedule, cancel), and ``rules`` (read-only switch, operator reason, registered type),
 which every service applies so the pages, the API and the admin cannot disagree.
+``errors`` holds what the services refuse beyond the protocol's errors.
 
 Nothing is re-exported here: import from the entity module, so a grep finds the one home.
 The runtime's own fenced writes are claims.runtime.writes.

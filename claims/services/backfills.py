@@ -1,7 +1,7 @@
 """Writes to visibility backfills: schedule one, cancel one (docs/design.md §7, "Admin").
 
 The run itself is claims.backfill.runner's. Both calls obey the read-only switch
-(claims.services.rules), raising BackfillReadOnlyError, which the admin and the API map.
+(claims.services.rules), raising ReadOnlyError, which the admin and the API map.
 """
 
 from __future__ import annotations
@@ -12,18 +12,17 @@ from datetime import UTC, datetime, timedelta
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from claims.backfill.errors import (
-    BackfillAlreadyActiveError,
-    BackfillInThePastError,
-    BackfillNotActiveError,
-    BackfillReadOnlyError,
-)
 from claims.backfill.jobs import ms_to_datetime, now_ms
 from claims.models import ACTIVE_BACKFILL_STATUSES, BackfillJob, BackfillStatus, Workflow
 from claims.protocol import Clock
 from claims.protocol.times import datetime_ms
 from claims.selectors.queues.backfills import active_backfill
 
+from .errors import (
+    BackfillAlreadyActiveError,
+    BackfillInThePastError,
+    BackfillNotActiveError,
+)
 from .rules import refuse_if_read_only
 
 logger = logging.getLogger("weftboard.claims")
@@ -53,12 +52,12 @@ def backfill_schedule(
 
     Raises BackfillAlreadyActiveError when one is scheduled or running (the database's
     partial unique constraint decides, so two racing requests cannot both succeed) and
-    BackfillReadOnlyError under the read-only switch, BackfillInThePastError for a time
+    ReadOnlyError under the read-only switch, BackfillInThePastError for a time
     more than a minute ago (the admin and the API share the rule), InvalidInputError for one
     outside years 1 to 9999 in UTC (claims.protocol.times). The run task is sent when the
     transaction commits; if that send fails, or the run is far off, beat starts it when due.
     """
-    refuse_if_read_only(BackfillReadOnlyError)
+    refuse_if_read_only()
     now = ms_to_datetime(now_ms(clock))
     if run_at is None:
         run_at = now
@@ -96,10 +95,10 @@ def backfill_cancel(*, job_id: int, actor: str, clock: Clock | None = None) -> B
     """Cancel a scheduled or running backfill; a running one stops before its next batch.
 
     Raises BackfillJob.DoesNotExist for an unknown id, BackfillNotActiveError when the
-    job has already ended and BackfillReadOnlyError under the read-only switch. Waits for
+    job has already ended and ReadOnlyError under the read-only switch. Waits for
     the batch in flight (it holds the job row), so the cancel never lands mid-batch.
     """
-    refuse_if_read_only(BackfillReadOnlyError)
+    refuse_if_read_only()
     now = ms_to_datetime(now_ms(clock))
     with transaction.atomic():
         job = BackfillJob.objects.select_for_update().get(pk=job_id)

@@ -16,17 +16,25 @@ from django.db import transaction
 
 from claims.conf import claim_timing
 from claims.fleet_clock import fleet_clock
-from claims.models import TERMINAL_STATUSES, Engine, EngineStatus, Workflow, WorkflowStatus
+from claims.models import (
+    TERMINAL_STATUSES,
+    Engine,
+    EngineStatus,
+    Workflow,
+    WorkflowClaim,
+    WorkflowStatus,
+)
 from claims.protocol import Clock, rotate_claim
 from claims.protocol.errors import (
     ClaimConfigError,
     InvalidInputError,
     InvalidTransitionError,
     StaleEpochError,
+    WorkflowNotFoundError,
 )
 from claims.protocol.ids import check_engine_id, check_workflow_id
 from claims.protocol.records import ClaimRow
-from claims.protocol.transitions import epoch_as_seen
+from claims.protocol.transitions import check_expected_epoch, is_expected_epoch
 from claims.store import OrmClaimStore
 
 from .rules import operator_reason, refuse_if_read_only
@@ -57,19 +65,26 @@ def claim_force_release(
 ) -> int:
     """Move the claim to epoch + 1 with no holder; the old holder is deposed on its next write.
 
-    Raises StaleEpochError when the claim is no longer at ``expected_epoch``.
+    Raises WorkflowNotFoundError when the workflow row is gone (its claim row is kept):
+    nothing needs it released, since no engine drives a deleted workflow and an id used
+    again continues its epoch line; the bulk release of an engine's claims still clears
+    it with the rest. Raises StaleEpochError when the claim is no longer at
+    ``expected_epoch``, InvalidTransitionError when nobody holds it.
     """
     refuse_if_read_only()
     workflow_id = check_workflow_id(workflow_id)
     reason = operator_reason(reason)
     with transaction.atomic():
+        if not Workflow.objects.filter(workflow_id=workflow_id).exists():
+            raise WorkflowNotFoundError(workflow_id)
         row = _store.read_claim(workflow_id)
+        # A claim moved past the epoch the operator saw is stale, whoever holds it now.
+        check_expected_epoch(workflow_id, expected_epoch, None if row is None else row.epoch)
         # Ownerless at the epoch the operator saw (no row, or no holder): nothing to
         # release, and a rotation would only grow the epoch and the audit log. (Any grant
         # since would have moved the epoch, so the compare-and-swap below still catches a
         # claim taken meanwhile.)
-        unheld = row is None or row.holder is None
-        if unheld and epoch_as_seen(None if row is None else row.epoch) == expected_epoch:
+        if row is None or row.holder is None:
             raise InvalidTransitionError(workflow_id, "ownerless", "force-release the claim of")
         return _rotate_released(workflow_id, expected_epoch, actor, reason, clock)
 
@@ -163,7 +178,8 @@ def _release_if_held_by(
         return _outcome(seen, "not-held", None, "there is no claim row")
     # A holder only changes with the epoch, so the compare-and-swap below still catches
     # a claim granted elsewhere after this read.
-    if row.epoch == expected_epoch and (row.holder is None or row.holder.engine_id != engine_id):
+    held_by_engine = row.holder is not None and row.holder.engine_id == engine_id
+    if is_expected_epoch(expected_epoch, row.epoch) and not held_by_engine:
         return _outcome(seen, "not-held", row.epoch, f"not held by engine {engine_id}")
     try:
         # The batch's input was checked as a whole and this row read with it: what is
@@ -195,7 +211,8 @@ def claim_force_takeover_and_notify(
 
     The message leaves only after the grant commits, so the engine never reads a claim
     that is not there yet. Raises StaleEpochError, ClaimConfigError for an engine that is
-    not live, InvalidWorkflowIdError, InvalidTransitionError for a finished workflow.
+    not live, InvalidWorkflowIdError, InvalidTransitionError for a finished or suspended
+    workflow, WorkflowNotFoundError when its workflow row is gone.
     """
     with transaction.atomic():
         granted = _grant_takeover(
@@ -243,13 +260,12 @@ def _grant_takeover(
     with transaction.atomic():
         # A finished, suspended or deleted workflow needs no engine (none drives it);
         # granting it one grows the epoch and the audit log for nothing (the page
-        # refuses it too).
-        status = Workflow.objects.filter(workflow_id=workflow_id).values_list("status", flat=True)
-        current = status.first()
-        if current is None or current in TERMINAL_STATUSES or current == WorkflowStatus.SUSPENDED:
-            raise InvalidTransitionError(
-                workflow_id, current or "deleted", "force a takeover of the claim of"
-            )
+        # refuses it too). A deleted one is not found, as for every other action.
+        current = _status_under_lock(workflow_id)
+        if current is None:
+            raise WorkflowNotFoundError(workflow_id)
+        if current in TERMINAL_STATUSES or current == WorkflowStatus.SUSPENDED:
+            raise InvalidTransitionError(workflow_id, current, "force a takeover of the claim of")
         now, timing = (clock or fleet_clock())(), claim_timing()
         session = open_session_epoch(_store, target_engine_id, now_ms=now, timing=timing)
         epoch = rotate_claim(
@@ -265,6 +281,17 @@ def _grant_takeover(
             reason=reason,
         )
     return ForcedTakeover(epoch=epoch, adopt_queue=queue)
+
+
+def _status_under_lock(workflow_id: str) -> str | None:
+    """The workflow's status (None without a row), read under the locks a fenced write
+    takes, in its order (claim row, then workflow row). Read without them, an engine's
+    finish committing between this read and the rotation went unseen: the rotation
+    compares the epoch alone, which a finish keeps, and granted a finished workflow."""
+    claim = WorkflowClaim.objects.select_for_update(no_key=True).filter(workflow_id=workflow_id)
+    list(claim.values_list("epoch", flat=True))
+    workflow = Workflow.objects.select_for_update().filter(workflow_id=workflow_id)
+    return workflow.values_list("status", flat=True).first()
 
 
 def _send_adopt(workflow_id: str, epoch: int, queue: str) -> None:

@@ -15,20 +15,12 @@ from django.db import transaction
 from claims.fleet_clock import fleet_clock
 from claims.models import Engine, EngineEvent, EngineEventKind, EngineStatus
 from claims.protocol import Clock
-from claims.protocol.errors import ConflictError
 from claims.protocol.ids import check_engine_id
 
+from .errors import EngineDrainConflictError
 from .rules import operator_reason, refuse_if_read_only
 
 logger = logging.getLogger("weftboard.claims")
-
-
-class EngineDrainConflictError(ConflictError):
-    """The engine's state rules the request out (a 409): not live, or already (un)drained."""
-
-    def __init__(self, engine_id: str, message: str) -> None:
-        super().__init__(message)
-        self.engine_id = engine_id
 
 
 def engine_drain(

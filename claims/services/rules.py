@@ -7,30 +7,19 @@ an interface may check early for a friendlier answer, but the service always che
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 from django.conf import settings
 
 from claims.conf import read_only_reason
 from claims.protocol.errors import ClaimConfigError
 from claims.protocol.text import check_reason
 
-
-class ReadOnlyError(ClaimConfigError):
-    """The fleet-wide read-only switch is on; ``reason`` is the text to show.
-
-    A refusal, not bad input: the API answers 403, the pages too.
-    """
-
-    def __init__(self, reason: str) -> None:
-        super().__init__(reason)
-        self.reason = reason
+from .errors import ReadOnlyError
 
 
-def refuse_if_read_only(error: Callable[[str], Exception] = ReadOnlyError) -> None:
-    """Raise ``error(reason)`` while writes are switched off (claims.conf.read_only_reason)."""
+def refuse_if_read_only() -> None:
+    """Raise ReadOnlyError while writes are switched off (claims.conf.read_only_reason)."""
     if reason := read_only_reason():
-        raise error(reason)
+        raise ReadOnlyError(reason)
 
 
 def operator_reason(reason: str | None, *, required: bool = True) -> str:

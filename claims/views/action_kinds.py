@@ -11,6 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from claims.models import TERMINAL_STATUSES, Workflow, WorkflowStatus
+from claims.protocol.errors import WorkflowNotFoundError
 from claims.selectors.claims.listing import ClaimView
 from claims.services.claims import claim_force_release, claim_force_takeover_and_notify
 from claims.services.workflows import workflow_cancel, workflow_resume, workflow_suspend
@@ -48,9 +49,20 @@ class ActionKind:
     chooses_engine: bool = False
 
 
+def _no_workflow_row(claim: ClaimView | None) -> str:
+    """A claim row whose workflow row was deleted: every action refuses it, the API with
+    404 and this same rule's message (WorkflowNotFoundError)."""
+    assert claim is not None  # with neither row the page is a 404 before any action
+    return f"{WorkflowNotFoundError(claim.workflow_id)}: only its claim row is kept"
+
+
 def _release_conflict(workflow: Workflow | None, claim: ClaimView | None) -> str | None:
     if claim is None:
         return "this workflow has never been claimed"
+    if workflow is None:
+        # Nothing needs it released: no engine drives a deleted workflow, and an id used
+        # again continues the epoch line (the service refuses it too).
+        return _no_workflow_row(claim)
     if claim.state == "ownerless":
         return "nobody holds this claim: there is nothing to release"
     return None
@@ -60,18 +72,15 @@ def _takeover_conflict(workflow: Workflow | None, claim: ClaimView | None) -> st
     if claim is None:
         return "this workflow has never been claimed"
     if workflow is None:
-        return f"{NO_WORKFLOW_ROW}: no engine needs to drive it"
+        return f"{_no_workflow_row(claim)}: no engine needs to drive it"
     if workflow.status in TERMINAL_STATUSES or workflow.status == WorkflowStatus.SUSPENDED:
         return f"the workflow is {workflow.status}: no engine needs to drive it"
     return None
 
 
-NO_WORKFLOW_ROW = "there is no workflow row: only its claim row is kept"
-
-
 def _cancel_conflict(workflow: Workflow | None, claim: ClaimView | None) -> str | None:
     if workflow is None:
-        return NO_WORKFLOW_ROW
+        return _no_workflow_row(claim)
     if workflow.status in TERMINAL_STATUSES:
         return f"the workflow is already {workflow.status}"
     return None
@@ -79,7 +88,7 @@ def _cancel_conflict(workflow: Workflow | None, claim: ClaimView | None) -> str 
 
 def _suspend_conflict(workflow: Workflow | None, claim: ClaimView | None) -> str | None:
     if workflow is None:
-        return NO_WORKFLOW_ROW
+        return _no_workflow_row(claim)
     if workflow.status != WorkflowStatus.RUNNING:
         return f"the workflow is {workflow.status}: only a running workflow can be suspended"
     return None
@@ -87,7 +96,7 @@ def _suspend_conflict(workflow: Workflow | None, claim: ClaimView | None) -> str
 
 def _resume_conflict(workflow: Workflow | None, claim: ClaimView | None) -> str | None:
     if workflow is None:
-        return NO_WORKFLOW_ROW
+        return _no_workflow_row(claim)
     if workflow.status != WorkflowStatus.SUSPENDED:
         return f"the workflow is {workflow.status}: only a suspended workflow can be resumed"
     return None

@@ -17,11 +17,17 @@ from django.views.decorators.http import require_http_methods
 from django_htmx.http import reswap, retarget, trigger_client_event
 
 from claims.fleet_clock import fleet_now
-from claims.protocol.errors import ClaimConfigError, InvalidTransitionError, StaleEpochError
+from claims.protocol.errors import (
+    ClaimConfigError,
+    InvalidTransitionError,
+    StaleEpochError,
+    WorkflowNotFoundError,
+)
+from claims.protocol.transitions import is_expected_epoch
 from claims.selectors.claims.listing import claim_view
 from claims.selectors.engines.listing import live_engine_ids
 from claims.selectors.workflows.lookup import workflow_get
-from claims.services.rules import ReadOnlyError
+from claims.services.errors import ReadOnlyError
 from weftboard.http import HtmxHttpRequest
 
 from .action_kinds import ACTIONS, ActionForm, ActionKind
@@ -143,7 +149,9 @@ def _perform(
         return _form(request, context, status=400)
     try:
         message = kind.perform(workflow_id, form, context["claim"])
-    except (StaleEpochError, InvalidTransitionError) as error:
+    except (StaleEpochError, InvalidTransitionError, WorkflowNotFoundError) as error:
+        # WorkflowNotFoundError: the row was deleted since it was read; the fresh state
+        # refuses the action as it would have from the start (409, by the same rule).
         fresh = _context(request, action, workflow_id, values=context["values"])
         if isinstance(error, StaleEpochError):
             fresh.update(stale=True, seen_epoch=form.expected_epoch)
@@ -171,7 +179,7 @@ def workflow_action(request: HtmxHttpRequest, workflow_id: str, action: str) -> 
         if request.method == "GET":
             seen = optional_positive_int(request.GET, "epoch", what="epoch")
             current = context["expected_epoch"]
-            if seen is not None and current is not None and seen != current:
+            if seen is not None and current is not None and not is_expected_epoch(seen, current):
                 context.update(stale=True, seen_epoch=seen)
                 return _form(request, context, status=409)
             return _form(request, context)

@@ -16,7 +16,7 @@ from claims.protocol.errors import (
     WorkflowClaimUnavailableError,
     WorkflowNotFoundError,
 )
-from claims.services.rules import ReadOnlyError
+from claims.services.errors import ReadOnlyError
 from weftboard.http import HtmxHttpRequest
 
 # Where an HTMX error lands when the view names no better place: the flash region under the nav.

@@ -11,10 +11,11 @@ from typing import Any
 import pytest
 from django.db import connection
 
-from claims.backfill import BackfillAlreadyActiveError, backfill_run
+from claims.backfill import backfill_run
 from claims.backfill.runner import BackfillHooks
 from claims.models import BackfillJob, WorkflowVisibility
 from claims.services.backfills import backfill_cancel, backfill_schedule
+from claims.services.errors import BackfillAlreadyActiveError
 
 from ._data import import_workflows, index_snapshot, workflow_ids, workflow_snapshot
 

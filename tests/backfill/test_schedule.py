@@ -7,18 +7,17 @@ from datetime import datetime, timedelta
 import pytest
 from django.db import IntegrityError, connection, transaction
 
-from claims.backfill import (
-    BackfillAlreadyActiveError,
-    BackfillInThePastError,
-    BackfillNotActiveError,
-    BackfillReadOnlyError,
-    backfill_progress,
-    backfill_run,
-)
+from claims.backfill import backfill_progress, backfill_run
 from claims.backfill.jobs import ms_to_datetime
 from claims.models import BackfillJob
 from claims.protocol.errors import ClaimConfigError, ClaimError
 from claims.services.backfills import backfill_cancel, backfill_schedule
+from claims.services.errors import (
+    BackfillAlreadyActiveError,
+    BackfillInThePastError,
+    BackfillNotActiveError,
+    ReadOnlyError,
+)
 
 from ._data import START_AT, START_MS, clock, import_workflows, running_job, workflow_ids
 
@@ -144,10 +143,10 @@ def test_read_only_refuses_schedule_and_cancel_with_the_reason(settings):
     job = running_job()
     settings.WEFTBOARD_READ_ONLY = "database migration until 14:00"
 
-    with pytest.raises(BackfillReadOnlyError, match="database migration until 14:00") as refused:
+    with pytest.raises(ReadOnlyError, match="database migration until 14:00") as refused:
         backfill_schedule(run_at=None, requested_by="alice")
     assert isinstance(refused.value, ClaimConfigError)
-    with pytest.raises(BackfillReadOnlyError, match="read-only"):
+    with pytest.raises(ReadOnlyError, match="read-only"):
         backfill_cancel(job_id=job.pk, actor="alice")
 
     assert list(BackfillJob.objects.values_list("status", flat=True)) == ["running"]

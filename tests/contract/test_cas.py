@@ -1,5 +1,8 @@
-"""The store's compare-and-swaps, called directly: the epoch and all four holder columns are
-compared exactly, and a null only ever equals a null (docs/design.md §2-§3)."""
+"""The store's compare-and-swaps, called directly: the epoch and the holder columns are
+compared exactly, and a null only ever equals a null (docs/design.md §2-§3). The four
+columns a per-claim holder sets are varied here; the fifth, the session epoch, is not
+(test_renew_all.py varies it for renew_many, test_session_claims.py the grants from a
+session holder)."""
 
 from __future__ import annotations
 

@@ -87,7 +87,8 @@ HOLDER_CHANGES = {
 
 @pytest.mark.parametrize("change", HOLDER_CHANGES.values(), ids=HOLDER_CHANGES.keys())
 def test_renew_is_lost_when_any_holder_column_changed(registry, arrange, change):
-    """The renewal CAS compares all four holder columns, so a change to any one loses it."""
+    """The renewal CAS compares every holder column, so a change to any one loses it (the
+    four a per-claim holder sets are changed here; the session epoch is not)."""
     a = registry("a")
     a.acquire("wf")
     arrange.put_row("wf", epoch=1, holder=replace(Holder("a", 1, EXPIRY, T0), **change))

@@ -12,7 +12,8 @@ EXPIRY = T0 + TTL_MS
 
 
 def test_renew_many_renews_exactly_the_rows_still_matching(arrange, store):
-    """Only rows whose epoch and four holder columns equal the given holder get the new expiry."""
+    """Only rows whose epoch and all five holder columns equal the given holder get the new
+    expiry (the session epoch, null here, is the next test's)."""
     mine = Holder("a", 1, EXPIRY, T0)
     arrange.put_row("same", epoch=1, holder=mine)
     arrange.put_row("claimed-at moved", epoch=1, holder=Holder("a", 1, EXPIRY, T0 + 1))

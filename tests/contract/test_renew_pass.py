@@ -166,7 +166,8 @@ ROW_CHANGES = {
 def test_renew_pass_loses_a_claim_whose_row_changed_in_any_column(
     registry, arrange, clock, epoch, holder
 ):
-    """The set-based renewal compares the epoch and all four holder columns of every claim."""
+    """The set-based renewal compares the epoch and the holder columns of every claim (the
+    four a per-claim holder sets are changed here; the session epoch in test_renew_all.py)."""
     a = registry("a")
     for workflow_id in ("wf-1", "wf-2"):
         a.acquire(workflow_id)

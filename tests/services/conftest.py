@@ -1,5 +1,7 @@
 """One workflow held at epoch 41, two live engines, and an operator allowed every write:
-the same world for the API and the pages, so one rule can be asked of both."""
+the same world for the API and the pages, so one rule can be asked of both. The test
+modules that live in it ask for it by name (``usefixtures(*WORLD)``); the services' other
+tests start from an empty database."""
 
 from __future__ import annotations
 
@@ -15,16 +17,17 @@ from claims.models import Workflow, WorkflowStatus
 from tests import factories
 
 EPOCH = 41
+WORLD = ("_settings", "_fresh_throttle", "world", "adopt_send")
 
 
-@pytest.fixture(autouse=True)
+@pytest.fixture
 def _settings(settings: Any) -> None:
     settings.WEFT_CLAIM_TTL = "30s"
     settings.WEFT_CLAIM_RENEW_INTERVAL = "5s"
     settings.WEFTBOARD_READ_ONLY = ""
 
 
-@pytest.fixture(autouse=True)
+@pytest.fixture
 def _fresh_throttle() -> Iterator[None]:
     """The API's write limit counts in the cache, which outlives a test's transaction."""
     cache.clear()
@@ -32,7 +35,7 @@ def _fresh_throttle() -> Iterator[None]:
     cache.clear()
 
 
-@pytest.fixture(autouse=True)
+@pytest.fixture
 def world(db: Any) -> None:
     now = fleet_clock()()
     Workflow.objects.create(
@@ -53,7 +56,7 @@ def operator(django_user_model: Any) -> Any:
     return factories.make_user("operator", factories.WRITE_PERMISSIONS)
 
 
-@pytest.fixture(autouse=True)
+@pytest.fixture
 def adopt_send() -> Iterator[mock.MagicMock]:
     """The broker boundary: the adopt message is captured instead of sent."""
     with mock.patch("claims.tasks.adopt.apply_async") as send:

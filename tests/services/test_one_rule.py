@@ -14,13 +14,12 @@ from unittest import mock
 import pytest
 from django.test import Client
 
-from claims.backfill import BackfillReadOnlyError
 from claims.models import ClaimEvent, Workflow, WorkflowClaim
-from claims.protocol.errors import InvalidInputError
+from claims.protocol.errors import InvalidInputError, WorkflowNotFoundError
 from claims.runtime.errors import UnknownWorkflowTypeError
 from claims.services.backfills import backfill_schedule
 from claims.services.claims import claim_force_release, claim_force_takeover_and_notify
-from claims.services.rules import ReadOnlyError
+from claims.services.errors import ReadOnlyError
 from claims.services.workflows import (
     workflow_cancel,
     workflow_resume,
@@ -28,9 +27,9 @@ from claims.services.workflows import (
     workflow_suspend,
 )
 
-from .conftest import EPOCH
+from .conftest import EPOCH, WORLD
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures(*WORLD)]
 
 ACTIONS = ("cancel", "suspend", "release", "takeover")
 API_PATHS = {
@@ -202,7 +201,7 @@ def test_starting_resuming_and_scheduling_are_refused_while_read_only(settings):
         workflow_start(workflow_type="order", workflow_id="wf-new", actor="operator")
     with pytest.raises(ReadOnlyError):
         workflow_resume("wf-1", actor="operator", reason="back on", expected_epoch=EPOCH)
-    with pytest.raises(BackfillReadOnlyError):
+    with pytest.raises(ReadOnlyError):
         backfill_schedule(requested_by="operator")
     assert not Workflow.objects.filter(workflow_id="wf-new").exists()
     assert state() == UNCHANGED
@@ -220,3 +219,16 @@ def test_the_fleets_own_programs_still_start_workflows_while_read_only(settings)
 def test_a_program_ending_its_own_workflow_owes_no_reason():
     """Only an operator (an actor) owes the audit log a reason."""
     assert workflow_cancel("wf-1", expected_epoch=EPOCH).status == "cancelled"
+
+
+@pytest.mark.parametrize("action", SERVICES)
+def test_the_services_refuse_a_claim_whose_workflow_row_is_gone(action):
+    """The claim row outlives a deleted workflow row; no action applies to it, release
+    included, whatever the interface asked (the API answers 404, the pages 409)."""
+    Workflow.objects.filter(workflow_id="wf-1").delete()
+
+    with pytest.raises(WorkflowNotFoundError, match="no workflow with id 'wf-1'"):
+        SERVICES[action]("a good reason")
+    claim = WorkflowClaim.objects.get(workflow_id="wf-1")
+    assert (claim.epoch, claim.holder_engine_id) == (EPOCH, "e-1")
+    assert ClaimEvent.objects.count() == 0

@@ -10,14 +10,16 @@ import pytest
 
 from claims.fleet_clock import fleet_clock
 from claims.models import EngineSession
-from claims.models.sessions import SessionRowsAreKeptError
+from claims.models.errors import SessionRowsAreKeptError
 from claims.protocol import ClaimRegistry, ClaimTiming, Holder, SessionLeases
 from claims.protocol.session_lease import EngineSessionLease
 from claims.services.claims import claim_force_takeover_and_notify
 from claims.services.workflows import workflow_start
 from claims.store import OrmClaimStore
 
-from .conftest import EPOCH
+from .conftest import EPOCH, WORLD
+
+pytestmark = pytest.mark.usefixtures(*WORLD)
 
 
 def holder_of(workflow_id: str) -> Holder | None:

@@ -15,7 +15,7 @@ from claims.protocol.errors import (
     StaleEpochError,
     WorkflowNotFoundError,
 )
-from claims.services.rules import ReadOnlyError
+from claims.services.errors import ReadOnlyError
 from claims.services.workflows import (
     workflow_cancel,
     workflow_resume,
@@ -23,9 +23,9 @@ from claims.services.workflows import (
     workflow_suspend,
 )
 
-from .conftest import EPOCH
+from .conftest import EPOCH, WORLD
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures(*WORLD)]
 
 
 def claim_state(workflow_id: str = "wf-1") -> tuple[int, str | None]:

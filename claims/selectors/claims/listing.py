@@ -38,7 +38,7 @@ MAX_PAGE = 200
 ClaimScope = Literal["attention", "stranded", "all"]
 CLAIM_SCOPES: tuple[ClaimScope, ...] = ("attention", "stranded", "all")
 CLAIM_FILTERS: tuple[str, ...] = (*CLAIM_SCOPES, *CLAIM_STATES)
-# workflow_id, epoch, the four holder columns
+# workflow_id, epoch, the five holder columns
 _COLUMNS = ("workflow_id", "epoch", *HOLDER_COLUMNS)
 # The states the state sort reads, with the instant, timing and sessions that judge them.
 StateScope = tuple[tuple[ClaimState, ...], bool, int, ClaimTiming, JudgedSessions]

@@ -11,8 +11,8 @@ from claims.protocol.states import derive_claim_state
 from claims.selectors import claim_list
 from claims.selectors.claims.sorting import SORT_KEYS, STATE_RANK
 from claims.store.rows import claim_row_from_values
-from tests.claims.state_rows import NOW, ROWS, TIMING, create_state_rows
 from tests.factories import make_workflow
+from tests.selectors.claims.state_rows import NOW, ROWS, TIMING, create_state_rows
 
 pytestmark = pytest.mark.django_db
 

@@ -7,7 +7,7 @@ import pytest
 from claims.protocol.states import CLAIM_STATES, derive_claim_state
 from claims.selectors import claim_list
 from claims.store.rows import claim_row_from_values
-from tests.claims.state_rows import NOW, ROWS, TIMING, create_state_rows
+from tests.selectors.claims.state_rows import NOW, ROWS, TIMING, create_state_rows
 
 pytestmark = pytest.mark.django_db
 

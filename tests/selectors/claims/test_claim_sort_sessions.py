@@ -12,8 +12,8 @@ from django.test.utils import CaptureQueriesContext
 from claims.models import WorkflowClaim
 from claims.protocol.constants import MAX_SAFE_INTEGER
 from claims.selectors import claim_list
-from tests.claims.state_rows import NOW, TIMING
 from tests.factories import CLAIM_COLUMNS, make_session
+from tests.selectors.claims.state_rows import NOW, TIMING
 
 pytestmark = pytest.mark.django_db
 

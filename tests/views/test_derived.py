@@ -10,7 +10,7 @@ from claims.models import WorkflowClaim
 from claims.protocol.states import CLAIM_STATES, derive_claim_state
 from claims.selectors.claims.state_counts import claims_by_state, claims_by_state_and_holder
 from claims.store.rows import claim_row_from_values
-from tests.claims.state_rows import NOW, ROWS, TIMING, create_state_rows
+from tests.selectors.claims.state_rows import NOW, ROWS, TIMING, create_state_rows
 
 pytestmark = pytest.mark.django_db
 

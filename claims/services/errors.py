@@ -1,8 +1,31 @@
-"""What the backfill services raise; every interface (admin, API) maps these once."""
+"""The services' refusals: what a write raises beyond the protocol's own vocabulary
+(claims.protocol.errors). The interfaces map both once: the pages in claims.views.errors,
+the API in weftboard.api, the admin beside its actions.
+"""
 
 from __future__ import annotations
 
-from claims.protocol.errors import ClaimConfigError, ClaimError
+from claims.protocol.errors import ClaimConfigError, ClaimError, ConflictError
+
+
+class ReadOnlyError(ClaimConfigError):
+    """The fleet-wide read-only switch is on; ``reason`` is the text to show.
+
+    Every write refuses with it, a backfill's too (claims.services.rules). A refusal, not
+    bad input: the API answers 403, the pages too.
+    """
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+class EngineDrainConflictError(ConflictError):
+    """The engine's state rules the request out (a 409): not live, or already (un)drained."""
+
+    def __init__(self, engine_id: str, message: str) -> None:
+        super().__init__(message)
+        self.engine_id = engine_id
 
 
 class BackfillAlreadyActiveError(ClaimError):
@@ -24,14 +47,6 @@ class BackfillNotActiveError(ClaimError):
         super().__init__(f"backfill #{job_id} is {status}, not scheduled or running")
         self.job_id = job_id
         self.status = status
-
-
-class BackfillReadOnlyError(ClaimConfigError):
-    """The global read-only switch is on; ``reason`` is the text to show."""
-
-    def __init__(self, reason: str) -> None:
-        super().__init__(reason)
-        self.reason = reason
 
 
 class BackfillInThePastError(ClaimConfigError):

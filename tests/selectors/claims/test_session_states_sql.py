@@ -16,8 +16,8 @@ from claims.selectors.claims.listing import claim_view
 from claims.selectors.claims.ownership import claim_snapshot
 from claims.selectors.claims.state_counts import claims_by_state
 from claims.store import OrmClaimStore
-from tests.claims.state_rows import NOW, ROWS, TIMING, create_state_rows
 from tests.factories import CLAIM_COLUMNS, make_session
+from tests.selectors.claims.state_rows import NOW, ROWS, TIMING, create_state_rows
 
 pytestmark = pytest.mark.django_db
 
