@@ -24,7 +24,7 @@ from claims.protocol.errors import (
     WorkflowNotFoundError,
 )
 from claims.protocol.transitions import is_expected_epoch
-from claims.selectors.claims.listing import claim_view
+from claims.selectors.claims.ownership import claim_view
 from claims.selectors.engines.listing import live_engine_ids
 from claims.selectors.workflows.lookup import workflow_get
 from claims.services.errors import ReadOnlyError

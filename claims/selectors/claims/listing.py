@@ -95,19 +95,6 @@ def claim_view_of_row(
     )
 
 
-def claim_view(workflow_id: str, *, now_ms: int, timing: ClaimTiming) -> ClaimView | None:
-    """The claim of one workflow with its derived state, or None if it was never claimed."""
-    values = (
-        WorkflowClaim.objects.filter(workflow_id=workflow_id)
-        .values_list("epoch", *HOLDER_COLUMNS)
-        .first()
-    )
-    if values is None:
-        return None
-    [row] = rows_with_sessions([(workflow_id, *values)])
-    return claim_view_of_row(row, now_ms, timing)
-
-
 def state_condition(
     state: ClaimState, now_ms: int, timing: ClaimTiming, sessions: JudgedSessions
 ) -> Q:

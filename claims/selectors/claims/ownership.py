@@ -1,4 +1,5 @@
-"""Who owns a workflow, and why: the diagnostic read behind the API and the 409 answers."""
+"""One workflow's claim read by its id: as the claims list shows a row (claim_view), and
+who owns the workflow and why, the diagnostic read behind the API and the 409 answers."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from claims.protocol.states import ClaimState, derive_claim_state
 from claims.protocol.timing import ClaimTiming, is_claim_expired
 from claims.store.rows import HOLDER_COLUMNS
 
+from .listing import ClaimView, claim_view_of_row
 from .session_holders import rows_with_sessions
 
 RECENT_EVENTS = 20
@@ -42,6 +44,19 @@ class Ownership:
     claim: ClaimSnapshot
     pending_redrives: list[PendingRedrive]
     recent_events: list[ClaimEvent]
+
+
+def claim_view(workflow_id: str, *, now_ms: int, timing: ClaimTiming) -> ClaimView | None:
+    """The claim of one workflow with its derived state, or None if it was never claimed."""
+    values = (
+        WorkflowClaim.objects.filter(workflow_id=workflow_id)
+        .values_list("epoch", *HOLDER_COLUMNS)
+        .first()
+    )
+    if values is None:
+        return None
+    [row] = rows_with_sessions([(workflow_id, *values)])
+    return claim_view_of_row(row, now_ms, timing)
 
 
 def expiry_judgement(expires_at_ms: int, now_ms: int, timing: ClaimTiming) -> ExpiryJudgement:

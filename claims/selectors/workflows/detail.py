@@ -12,7 +12,8 @@ from typing import Any
 
 from claims.models import ClaimEvent, Engine, PendingRedrive, Workflow
 from claims.protocol.timing import ClaimTiming
-from claims.selectors.claims.listing import ClaimView, claim_view
+from claims.selectors.claims.listing import ClaimView
+from claims.selectors.claims.ownership import claim_view
 
 from .timeline import Timeline, epoch_timeline
 

@@ -12,8 +12,7 @@ from claims.models import WorkflowClaim
 from claims.protocol.constants import MAX_SAFE_INTEGER
 from claims.protocol.states import CLAIM_STATES, derive_claim_state
 from claims.selectors import claim_list
-from claims.selectors.claims.listing import claim_view
-from claims.selectors.claims.ownership import claim_snapshot
+from claims.selectors.claims.ownership import claim_snapshot, claim_view
 from claims.selectors.claims.state_counts import claims_by_state
 from claims.store import OrmClaimStore
 from tests.factories import CLAIM_COLUMNS, make_session
