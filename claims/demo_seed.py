@@ -19,7 +19,8 @@ from claims.models import (
 )
 from claims.protocol import Clock
 from claims.runtime.failures import error_summary, failure_record
-from claims.services.workflows import workflow_index, workflow_start
+from claims.services.workflows import workflow_start
+from claims.store.workflows import workflow_index
 
 DEMO_TYPES = ("order", "invoice", "ledger")
 # Engines of an earlier, crashed run; the engines started by scripts/run take over from them.
