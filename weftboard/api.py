@@ -51,10 +51,10 @@ from claims.protocol.errors import (
     WorkflowClaimUnavailableError,
     WorkflowNotFoundError,
 )
-from claims.runtime.errors import UnknownWorkflowTypeError
 from claims.selectors.ownership import claim_snapshot
 from claims.services.rules import ReadOnlyError
 from claims.tokens import api_token_authenticate
+from claims.workflow_types import UnknownWorkflowTypeError
 from weftboard.api_errors import unexpected_error
 from weftboard.read_time_limit import (
     READ_METHODS,

@@ -10,7 +10,6 @@ from django.views.decorators.http import require_GET
 
 from claims.fleet_clock import fleet_now
 from claims.models import WorkflowStatus
-from claims.runtime.types import WORKFLOW_TYPE_MAX_LENGTH, registered_types
 from claims.selectors.workflow_list import (
     COUNT_CAP,
     CURSOR_MAX_LENGTH,
@@ -21,6 +20,7 @@ from claims.selectors.workflow_list import (
     WorkflowSort,
     workflow_list,
 )
+from claims.workflow_types import WORKFLOW_TYPE_MAX_LENGTH, registered_types
 from weftboard.http import HtmxHttpRequest
 
 from .inputs import optional_choice, optional_text, utc_range_ms
