@@ -53,6 +53,7 @@ from claims.protocol.errors import (
 )
 from claims.selectors.ownership import claim_snapshot
 from claims.services.rules import ReadOnlyError
+from claims.store.time_limit import is_statement_timeout
 from claims.tokens import api_token_authenticate
 from claims.workflow_types import UnknownWorkflowTypeError
 from weftboard.api_errors import unexpected_error
@@ -63,7 +64,6 @@ from weftboard.read_time_limit import (
     read_timeout_ms,
     stopped_message,
 )
-from weftboard.time_limit import is_statement_timeout
 
 logger = logging.getLogger("weftboard.api")
 

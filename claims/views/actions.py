@@ -17,12 +17,12 @@ from django.views.decorators.http import require_http_methods
 from django_htmx.http import reswap, retarget, trigger_client_event
 
 from claims.fleet_clock import fleet_now
+from claims.http.htmx import HtmxHttpRequest
 from claims.protocol.errors import ClaimConfigError, InvalidTransitionError, StaleEpochError
 from claims.selectors.engines import live_engine_ids
 from claims.selectors.workflow_detail import claim_view
 from claims.selectors.workflows import workflow_get
 from claims.services.rules import ReadOnlyError
-from weftboard.http import HtmxHttpRequest
 
 from .action_kinds import ACTIONS, ActionForm, ActionKind
 from .errors import BadInput, NotFound, Refused, error_response

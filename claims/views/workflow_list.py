@@ -9,6 +9,7 @@ from django.http import HttpResponse
 from django.views.decorators.http import require_GET
 
 from claims.fleet_clock import fleet_now
+from claims.http.htmx import HtmxHttpRequest
 from claims.models import WorkflowStatus
 from claims.selectors.workflow_list import (
     COUNT_CAP,
@@ -21,7 +22,6 @@ from claims.selectors.workflow_list import (
     workflow_list,
 )
 from claims.workflow_types import WORKFLOW_TYPE_MAX_LENGTH, registered_types
-from weftboard.http import HtmxHttpRequest
 
 from .inputs import optional_choice, optional_text, utc_range_ms
 from .pages import operator_page, render_page
