@@ -19,19 +19,18 @@ from django.urls import URLPattern, path, reverse
 from django.utils.html import format_html
 from django.views.decorators.http import require_POST
 
-from claims.conf import read_only_reason
-from claims.models import ACTIVE_BACKFILL_STATUSES, BackfillJob, Workflow
-from claims.protocol.errors import InvalidInputError
-from claims.selectors.backfills import active_backfill
-from claims.services.backfills import backfill_cancel, backfill_schedule
-
-from .errors import (
+from claims.backfill.errors import (
     BackfillAlreadyActiveError,
     BackfillInThePastError,
     BackfillNotActiveError,
     BackfillReadOnlyError,
 )
-from .jobs import backfill_progress
+from claims.backfill.jobs import backfill_progress
+from claims.conf import read_only_reason
+from claims.models import ACTIVE_BACKFILL_STATUSES, BackfillJob, Workflow
+from claims.protocol.errors import InvalidInputError
+from claims.selectors.backfills import active_backfill
+from claims.services.backfills import backfill_cancel, backfill_schedule
 
 PROGRESS_POLL_LIMIT = 100
 ERROR_SUMMARY_LENGTH = 60
