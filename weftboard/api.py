@@ -52,9 +52,9 @@ from claims.protocol.errors import (
     WorkflowNotFoundError,
 )
 from claims.selectors.ownership import claim_snapshot
+from claims.selectors.tokens import api_token_authenticate
 from claims.services.rules import ReadOnlyError
 from claims.store.time_limit import is_statement_timeout
-from claims.tokens import api_token_authenticate
 from claims.workflow_types import UnknownWorkflowTypeError
 from weftboard.api_errors import unexpected_error
 from weftboard.read_time_limit import (

@@ -18,8 +18,8 @@ from django.utils import timezone
 from claims import models
 from claims.protocol.errors import InvalidInputError
 from claims.protocol.text import check_identifier
+from claims.services.tokens import api_token_mint, api_tokens_revoke
 from claims.store.rows import EVENT_TRANSITION_FIELDS, HOLDER_COLUMNS
-from claims.tokens import api_token_mint, api_tokens_revoke
 
 from .backfills import BackfillJobAdminBase
 

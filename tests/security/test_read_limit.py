@@ -16,7 +16,7 @@ from prometheus_client import REGISTRY
 
 from claims.http.user_limits import READS
 from claims.models import ApiToken
-from claims.tokens import api_token_mint
+from claims.services.tokens import api_token_mint
 from tests import factories
 
 pytestmark = pytest.mark.django_db
