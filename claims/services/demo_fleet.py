@@ -1,4 +1,7 @@
-"""A demo fleet for a first look at the dashboard: engines, workflows and some trouble."""
+"""A demo fleet for a first look at the dashboard: engines, workflows and some trouble.
+
+Writes like the other services: ``seed_demo`` (the management command) seeds the fleet,
+and beat's ``claims.demo_start_workflows`` keeps it busy."""
 
 from __future__ import annotations
 
