@@ -109,7 +109,7 @@ def publish(
 def consume(
     transport: Transport, consumer: int, queue_count: int, stop: Event, out: str, progress: Any
 ) -> None:
-    from weftboard.broker.guard import rejected_total
+    from claims.engine.broker_guard import rejected_total
 
     seen: list[list[int]] = []
     corrupted = 0

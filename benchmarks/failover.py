@@ -36,8 +36,8 @@ from claims.protocol import (
     run_renew_pass,
 )
 from claims.protocol.session_lease import EngineSessionLease
-from claims.runtime.types import is_type_registered
 from claims.store import OrmClaimStore
+from claims.workflow_types import is_type_registered
 
 from .pool import reclaim_pool
 from .report import Section, Target, fmt

@@ -35,8 +35,8 @@ from claims.protocol import (
 )
 from claims.protocol.session_lease import EngineSessionLease
 from claims.protocol.testing import FakeClock
-from claims.runtime.types import is_type_registered
 from claims.store import OrmClaimStore
+from claims.workflow_types import is_type_registered
 
 from .pool import reclaim_pool
 from .reclaim import SourceTimedStore

@@ -23,7 +23,7 @@ from django.db import connection
 from claims.models import ClaimEvent, ReclaimCursor, Workflow, WorkflowClaim, WorkflowVisibility
 from claims.protocol import ClaimMetrics, ClaimRegistry, ClaimTiming, run_reclaim_pass
 from claims.protocol.testing import FakeClock
-from claims.runtime.types import is_type_registered
+from claims.workflow_types import is_type_registered
 
 from .pool import reclaim_pool
 from .reclaim import SourceTimedStore, TimedTarget

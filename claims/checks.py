@@ -38,7 +38,7 @@ def check_claim_timing(**kwargs: Any) -> list[checks.CheckMessage]:
 
 def check_rates(**kwargs: Any) -> list[checks.CheckMessage]:
     """The per-user write and read rates parse, or every request would fail on them."""
-    from weftboard.user_limits import READS, WRITES
+    from claims.http.user_limits import READS, WRITES
 
     found: list[checks.CheckMessage] = []
     for limit in (WRITES, READS):

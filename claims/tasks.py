@@ -92,7 +92,7 @@ def _set_engine_draining(engine_id: str, draining: bool) -> str:
 @shared_task(name="claims.demo_start_workflows", ignore_result=True)
 def demo_start_workflows(count: int) -> int:
     """Keeps the demo fleet busy (scheduled only when WEFTBOARD_DEMO_RATE is set)."""
-    from claims.demo_seed import demo_trickle_start
+    from claims.services.demo_fleet import demo_trickle_start
 
     return len(demo_trickle_start(count=int(count)))
 

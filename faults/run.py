@@ -42,7 +42,7 @@ def prepare_database() -> str:
     from django.core.management import call_command
 
     from claims.models import ApiToken, ApiTokenScope
-    from claims.tokens import api_token_mint
+    from claims.services.tokens import api_token_mint
 
     call_command("migrate", verbosity=0)
     install_recorders()

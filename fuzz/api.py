@@ -71,7 +71,7 @@ _PREPARE = """
 import json
 from django.contrib.auth import get_user_model
 from claims.models import ApiToken, ApiTokenScope
-from claims.tokens import api_token_mint
+from claims.services.tokens import api_token_mint
 from weftboard.api import api
 
 users = get_user_model().objects

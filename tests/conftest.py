@@ -24,7 +24,7 @@ def require_service(name: str, reachable: bool, reason: str) -> None:
 
 
 def forget_rate_counts() -> None:
-    """Forget what the per-user read and write limits counted (weftboard.rate_limit)."""
+    """Forget what the per-user read and write limits counted (claims.http.rate_limit)."""
     backend = caches["default"]
     if not isinstance(backend, RedisCache):
         backend.clear()

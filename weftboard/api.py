@@ -45,15 +45,16 @@ from claims.protocol.errors import (
     WorkflowClaimUnavailableError,
     WorkflowNotFoundError,
 )
-from claims.runtime.errors import UnknownWorkflowTypeError
 from claims.selectors.claims.ownership import claim_snapshot
+from claims.selectors.tokens import api_token_authenticate
 from claims.services.errors import (
     BackfillAlreadyActiveError,
     BackfillInThePastError,
     BackfillNotActiveError,
     ReadOnlyError,
 )
-from claims.tokens import api_token_authenticate
+from claims.store.time_limit import is_statement_timeout
+from claims.workflow_types import UnknownWorkflowTypeError
 from weftboard.api_errors import unexpected_error
 from weftboard.read_time_limit import (
     READ_METHODS,
@@ -62,7 +63,6 @@ from weftboard.read_time_limit import (
     read_timeout_ms,
     stopped_message,
 )
-from weftboard.time_limit import is_statement_timeout
 
 logger = logging.getLogger("weftboard.api")
 

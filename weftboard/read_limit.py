@@ -1,5 +1,5 @@
 """The read limit for the pages: every GET of a signed-in user counts against
-WEFTBOARD_READ_RATE (weftboard.user_limits.READS), and one over it answers 429 with a page,
+WEFTBOARD_READ_RATE (claims.http.user_limits.READS), and one over it answers 429 with a page,
 or for an htmx poll a notice, that says when reading resumes.
 
 Not counted here: the API, which counts its reads itself once it knows the token's user
@@ -17,9 +17,9 @@ from typing import cast
 from django.conf import settings
 from django.http import HttpRequest, HttpResponse
 
+from claims.http.htmx import HtmxHttpRequest
+from claims.http.user_limits import READS
 from claims.views.errors import TooManyRequests, error_response
-from weftboard.http import HtmxHttpRequest
-from weftboard.user_limits import READS
 
 READ_METHODS = frozenset({"GET", "HEAD"})
 UNCOUNTED_PATHS = frozenset({"/metrics", "/healthz", "/login/", "/logout/"})

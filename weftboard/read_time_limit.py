@@ -1,6 +1,6 @@
 """No read a user can request runs unbounded: each statement of a GET or HEAD served by a
 view (the pages, the JSON API, the admin, /metrics) stops after WEFTBOARD_READ_TIMEOUT_MS
-(weftboard.time_limit; 0 turns the limit off).
+(claims.store.time_limit; 0 turns the limit off).
 
 Only reads: a write keeps whatever time its locks take, since cutting it short would leave
 the client unsure whether it landed. On PostgreSQL the limit's transaction opens at the
@@ -22,8 +22,8 @@ from django.conf import settings
 from django.db import connection
 from django.http import HttpRequest, HttpResponse, HttpResponseBase, StreamingHttpResponse
 
-from weftboard.http import HtmxHttpRequest
-from weftboard.time_limit import (
+from claims.http.htmx import HtmxHttpRequest
+from claims.store.time_limit import (
     is_statement_timeout,
     opens_first,
     set_statement_timeout,

@@ -189,7 +189,7 @@ WEFTBOARD_WORKFLOW_MODULES = env_list(
 WEFTBOARD_READ_ONLY = env_text("WEFTBOARD_READ_ONLY")
 
 # Requests per user in any window of that length, e.g. "60/min" (s, min, h or d), counted
-# in the shared cache (weftboard.user_limits): writes through the JSON API, and reads of
+# in the shared cache (claims.http.user_limits): writes through the JSON API, and reads of
 # pages, their live fragments and the API together. Pages poll every 2 s per fragment,
 # so the read rate leaves room for several tabs at the fastest pace.
 WEFTBOARD_API_WRITE_RATE = env_text("WEFTBOARD_API_WRITE_RATE", "60/min")
@@ -295,7 +295,7 @@ AXES_LOCKOUT_TEMPLATE = "registration/locked_out.html"
 # The client's address: REMOTE_ADDR, unless WEFTBOARD_TRUSTED_PROXY_COUNT proxies in front
 # each append to X-Forwarded-For (a header anyone can send, so never trusted by default).
 WEFTBOARD_TRUSTED_PROXY_COUNT = env_int("WEFTBOARD_TRUSTED_PROXY_COUNT", 0)
-AXES_CLIENT_IP_CALLABLE = "weftboard.client_address.client_address"
+AXES_CLIENT_IP_CALLABLE = "claims.http.client_address.client_address"
 # Every failed sign-in is logged by axes at WARNING with its user name and address (both
 # masked) and its user agent, escaped so that a header cannot write a field of its own.
 AXES_VERBOSE = True

@@ -9,9 +9,9 @@ from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest
 from ninja.throttling import BaseThrottle
 
+from claims.http.user_limits import READS, WRITES, UserLimit
 from claims.models import ApiToken, ApiTokenScope
 from claims.services.rules import refuse_if_read_only
-from weftboard.user_limits import READS, WRITES, UserLimit
 
 ACTOR_MAX_LENGTH = 150  # ClaimEvent.actor
 
@@ -48,7 +48,7 @@ def check_write(request: HttpRequest, permission: str) -> str:
 
 
 class UserRateThrottle(BaseThrottle):
-    """One of the per-user limits (weftboard.user_limits) as a ninja throttle: the API
+    """One of the per-user limits (claims.http.user_limits) as a ninja throttle: the API
     authenticates before it throttles, so a bearer token's user is counted, not the
     address. The wait before the next admitted request is kept per thread for
     Retry-After."""

@@ -8,12 +8,12 @@ import threading
 from collections.abc import Iterable
 from typing import Any
 
+from claims.engine.broker_guard import rejected_total as broker_rejected_total
 from claims.fleet_clock import database_now_ms
 from claims.protocol import ClaimMetrics, ClaimRegistry, OffsetClock
 from claims.protocol.pass_histogram import PassHistogram
 from claims.services import engines
 from claims.services.engines import session_counter_totals
-from weftboard.broker.guard import rejected_total as broker_rejected_total
 
 
 class EngineHeartbeat:

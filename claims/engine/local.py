@@ -44,9 +44,9 @@ from claims.protocol.constants import EngineOwnershipMode
 from claims.protocol.passes import RECLAIM_POOL_SIZE
 from claims.protocol.session_lease import EngineSessionLease
 from claims.runtime.driver import WorkflowDriver
-from claims.runtime.types import is_type_registered
 from claims.services import engines
 from claims.store import OrmClaimStore
+from claims.workflow_types import is_type_registered
 
 logger = logging.getLogger("weftboard.claims")
 

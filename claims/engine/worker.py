@@ -110,7 +110,7 @@ def start_engine(sender: Any, **kwargs: Any) -> None:
         )
     from django.conf import settings
 
-    from claims.runtime.types import load_workflow_modules
+    from claims.workflow_types import load_workflow_modules
 
     try:
         types = load_workflow_modules(settings.WEFTBOARD_WORKFLOW_MODULES)

@@ -4,6 +4,16 @@ sleeps checkpointed by fenced writes, and the driver that runs one held workflow
 Importing ``claims.runtime.demo_workflows`` registers the demo types.
 """
 
+from claims.workflow_types import (
+    DuplicateWorkflowTypeError,
+    UnknownWorkflowTypeError,
+    is_type_registered,
+    load_workflow_modules,
+    registered_types,
+    workflow,
+    workflow_function,
+)
+
 from .context import WorkflowContext
 from .driver import DriveOutcome, WorkflowDriver
 from .errors import (
@@ -11,19 +21,10 @@ from .errors import (
     DrivePaused,
     DriveStopped,
     DuplicateStepError,
-    DuplicateWorkflowTypeError,
     InvalidSleepError,
     InvalidStepNameError,
     NotJsonSerializableError,
-    UnknownWorkflowTypeError,
     WorkflowCodeError,
-)
-from .types import (
-    is_type_registered,
-    load_workflow_modules,
-    registered_types,
-    workflow,
-    workflow_function,
 )
 
 __all__ = [

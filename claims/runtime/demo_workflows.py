@@ -18,6 +18,7 @@ import time
 from typing import Any
 
 from claims.models import StepLedger
+from claims.workflow_types import workflow
 
 from .context import WorkflowContext
 from .demo_inputs import (
@@ -26,7 +27,6 @@ from .demo_inputs import (
     check_order_input,
     demo_options,
 )
-from .types import workflow
 
 # -- order -------------------------------------------------------------------------
 

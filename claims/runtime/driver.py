@@ -16,10 +16,10 @@ from typing import Any, Literal
 from claims.models import Workflow, WorkflowStatus
 from claims.protocol import ClaimRegistry, Clock, EngineDeposedError
 from claims.protocol.log_events import log_event
+from claims.workflow_types import UnknownWorkflowTypeError, workflow_function
 
 from .context import WorkflowContext, json_value
-from .errors import DriveStopped, UnknownWorkflowTypeError
-from .types import workflow_function
+from .errors import DriveStopped
 from .writes import workflow_terminal_write
 
 logger = logging.getLogger("weftboard.claims.runtime")

@@ -62,16 +62,3 @@ class InvalidSleepError(WorkflowCodeError, ValueError):
 
 class NotJsonSerializableError(WorkflowCodeError, TypeError):
     """A step result or a workflow result that cannot be stored as JSON."""
-
-
-class UnknownWorkflowTypeError(LookupError):
-    def __init__(self, workflow_type: str) -> None:
-        super().__init__(f"no workflow function is registered for type {workflow_type!r}")
-        self.workflow_type = workflow_type
-
-
-class DuplicateWorkflowTypeError(ValueError):
-    def __init__(self, workflow_type: str, existing: str) -> None:
-        super().__init__(f"workflow type {workflow_type!r} is already registered by {existing}")
-        self.workflow_type = workflow_type
-        self.existing = existing

@@ -1,8 +1,9 @@
 """The runtime's own writes to Workflow; each runs inside a fenced transaction of the registry.
 
 They stay here, not in claims.services: an engine makes them under its claim's fence, for
-the workflow it drives, where the services are what an operator or a program asks for
-(claims.services.workflows keeps the index row, which both bring in line).
+the workflow it drives, where the services are what an operator or a program asks for.
+Both bring the index row in line through claims.store.workflows.workflow_index, which
+sits below them, so the runtime never imports the services.
 
 Both are conditional on the workflow still running: a row that stopped running
 without its claim rotating is not this engine's to write, and the fence's
@@ -15,7 +16,7 @@ from typing import Any
 
 from claims.models import Workflow, WorkflowStatus
 from claims.protocol.errors import EngineDeposedError
-from claims.services.workflows import workflow_index
+from claims.store.workflows import workflow_index
 
 
 def workflow_checkpoint_write(workflow_id: str, *, state: dict[str, Any], now_ms: int) -> None:

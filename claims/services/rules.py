@@ -12,6 +12,12 @@ from django.conf import settings
 from claims.conf import read_only_reason
 from claims.protocol.errors import ClaimConfigError
 from claims.protocol.text import check_reason
+from claims.workflow_types import (
+    UnknownWorkflowTypeError,
+    is_type_registered,
+    load_workflow_modules,
+)
+from claims.workflow_types import check_workflow_input as check_type_input
 
 from .errors import ReadOnlyError
 
@@ -33,19 +39,12 @@ def operator_reason(reason: str | None, *, required: bool = True) -> str:
 def check_workflow_input(workflow_type: str, value: object) -> None:
     """The type's own input check (``@workflow(..., check_input=...)``), for a type
     ``registered_workflow_type`` has loaded. Raises InvalidInputError."""
-    from claims.runtime.types import check_workflow_input as check
-
-    check(workflow_type, value)
+    check_type_input(workflow_type, value)
 
 
 def registered_workflow_type(workflow_type: str) -> str:
     """Only types some engine can run: load the engines' workflow modules
     (WEFTBOARD_WORKFLOW_MODULES), then ask the registry. Raises UnknownWorkflowTypeError."""
-    # Imported here: the runtime's own writes import the workflow services, so a
-    # module-level import would make the two packages import each other.
-    from claims.runtime.errors import UnknownWorkflowTypeError
-    from claims.runtime.types import is_type_registered, load_workflow_modules
-
     if not workflow_type:
         raise ClaimConfigError("a workflow type is required")
     load_workflow_modules(settings.WEFTBOARD_WORKFLOW_MODULES)

@@ -21,7 +21,6 @@ from claims.models import (
     Workflow,
     WorkflowClaim,
     WorkflowStatus,
-    WorkflowVisibility,
 )
 from claims.protocol import Clock, rotate_claim
 from claims.protocol.decisions import decide_acquire
@@ -35,6 +34,7 @@ from claims.protocol.records import GrantPlan
 from claims.protocol.text import check_json_text
 from claims.protocol.transitions import carry_out_grant, check_expected_epoch
 from claims.store import OrmClaimStore
+from claims.store.workflows import workflow_index
 
 from .rules import (
     check_workflow_input,
@@ -49,18 +49,6 @@ _store = OrmClaimStore()
 
 def _now(clock: Clock | None) -> int:
     return (clock or fleet_clock())()
-
-
-def workflow_index(workflow: Workflow) -> None:
-    """Bring the visibility row in line with the workflow; caller holds the transaction."""
-    WorkflowVisibility.objects.update_or_create(
-        workflow_id=workflow.workflow_id,
-        defaults={
-            "status": workflow.status,
-            "workflow_type": workflow.workflow_type,
-            "updated_at_ms": workflow.updated_at_ms,
-        },
-    )
 
 
 def workflow_start(

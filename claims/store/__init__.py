@@ -6,7 +6,8 @@ on the default database, PostgreSQL or SQLite alike.
 (``workflows``), the reclaim cursor (``reclaim_cursor``), the pending re-drives
 (``redrives``), the ownership-mode marker (``ownership``) and, under the single-claim
 queries, the engine-lease mode's session rows (``sessions``). Every hand-written
-statement they send is in ``sql``.
+statement they send is in ``sql``. Beside them, ``time_limit`` bounds the statements of
+a block of code (a page's reads, the claims search).
 """
 
 from django.db import connection

@@ -1,4 +1,9 @@
-"""The workflows and their visibility index: what the engine passes read of them."""
+"""The workflows and their visibility index: what the engine passes read of them, and
+the one write that brings an index row in line with its workflow.
+
+The index write lives here, below both of its writers: the services (a start, an
+operator's cancel or suspend) and the runtime's terminal write under an engine's fence.
+"""
 
 from __future__ import annotations
 
@@ -11,6 +16,18 @@ from claims.models.claims import HOLDER_PRESENT
 from claims.protocol.records import WorkflowInfo
 
 from .claim_sets import CHUNK
+
+
+def workflow_index(workflow: Workflow) -> None:
+    """Bring the visibility row in line with the workflow; caller holds the transaction."""
+    WorkflowVisibility.objects.update_or_create(
+        workflow_id=workflow.workflow_id,
+        defaults={
+            "status": workflow.status,
+            "workflow_type": workflow.workflow_type,
+            "updated_at_ms": workflow.updated_at_ms,
+        },
+    )
 
 
 class WorkflowQueries:

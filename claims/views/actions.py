@@ -17,6 +17,7 @@ from django.views.decorators.http import require_http_methods
 from django_htmx.http import reswap, retarget, trigger_client_event
 
 from claims.fleet_clock import fleet_now
+from claims.http.htmx import HtmxHttpRequest
 from claims.protocol.errors import (
     ClaimConfigError,
     InvalidTransitionError,
@@ -28,7 +29,6 @@ from claims.selectors.claims.ownership import claim_view
 from claims.selectors.engines.listing import live_engine_ids
 from claims.selectors.workflows.lookup import workflow_get
 from claims.services.errors import ReadOnlyError
-from weftboard.http import HtmxHttpRequest
 
 from .action_kinds import ACTIONS, ActionForm, ActionKind
 from .errors import BadInput, NotFound, Refused, error_response

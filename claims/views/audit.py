@@ -9,10 +9,10 @@ from django.http import HttpResponse, HttpResponseBase, StreamingHttpResponse
 from django.views.decorators.http import require_GET
 
 from claims.fleet_clock import fleet_now
+from claims.http.htmx import HtmxHttpRequest
 from claims.models import ClaimEventKind
 from claims.selectors.audit import CSV_HEADER, CSV_MAX_ROWS, AuditFilters, audit_page, audit_rows
 from claims.selectors.engines.actions import engine_events
-from weftboard.http import HtmxHttpRequest
 
 from .inputs import (
     optional_choice,

@@ -11,12 +11,12 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET
 
 from claims.fleet_clock import fleet_now
+from claims.http.htmx import HtmxHttpRequest
 from claims.protocol.states import CLAIM_STATES
 from claims.selectors import claim_list
 from claims.selectors.claims.listing import CLAIM_FILTERS, workflow_id_known
 from claims.selectors.claims.sorting import CURSOR_MAX_LENGTH, SORT_KEYS, ClaimSort
 from claims.selectors.engines.listing import live_engine_statuses
-from weftboard.http import HtmxHttpRequest
 
 from .inputs import optional_choice, optional_prefix, optional_text, workflow_id_param
 from .pages import operator_page, render_page

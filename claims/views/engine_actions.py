@@ -15,11 +15,11 @@ from django.shortcuts import render
 from django.urls import reverse
 from django.views.decorators.http import require_http_methods
 
+from claims.http.htmx import HtmxHttpRequest
 from claims.models import Engine
 from claims.selectors.engines.actions import engine_get, engine_held_claims
 from claims.services.claims import BULK_RELEASE_MAX, claims_force_release_for_engine
 from claims.services.drain import engine_drain, engine_undrain
-from weftboard.http import HtmxHttpRequest
 
 from .errors import BadInput, NotFound, Refused
 from .inputs import engine_id_param, positive_int, reason_param, workflow_id_param

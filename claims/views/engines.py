@@ -7,12 +7,12 @@ from django.views.decorators.http import require_GET
 
 from claims.conf import DAY_MS, engine_history_ms
 from claims.fleet_clock import fleet_now
+from claims.http.htmx import HtmxHttpRequest
 from claims.models import EngineStatus
 from claims.selectors.engines.actions import engine_events
 from claims.selectors.engines.listing import engine_detail, engine_list
 from claims.selectors.engines.liveness import silent_before_ms
 from claims.selectors.fleet.history import DEFAULT_WINDOW, HISTORY_WINDOWS_MS, engine_history
-from weftboard.http import HtmxHttpRequest
 
 from .errors import NotFound
 from .inputs import engine_id_param, optional_choice

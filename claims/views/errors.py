@@ -6,6 +6,7 @@ from django.http import HttpResponse
 from django.shortcuts import render
 from django_htmx.http import reswap, retarget
 
+from claims.http.htmx import HtmxHttpRequest
 from claims.protocol.errors import (
     ClaimConfigError,
     ClaimError,
@@ -17,7 +18,6 @@ from claims.protocol.errors import (
     WorkflowNotFoundError,
 )
 from claims.services.errors import ReadOnlyError
-from weftboard.http import HtmxHttpRequest
 
 # Where an HTMX error lands when the view names no better place: the flash region under the nav.
 FLASH_TARGET = "#flash"

@@ -8,7 +8,7 @@ from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
 from claims.context_processors import EngineFloor
-from weftboard.http import HtmxHttpRequest
+from claims.http.htmx import HtmxHttpRequest
 
 from .pages import operator_page
 

@@ -6,10 +6,10 @@ from django.http import HttpResponse
 from django.views.decorators.http import require_GET
 
 from claims.fleet_clock import fleet_now
+from claims.http.htmx import HtmxHttpRequest
 from claims.protocol.constants import OUTCOMES
 from claims.selectors.fleet.history import DEFAULT_WINDOW, HISTORY_WINDOWS_MS, fleet_history
 from claims.selectors.fleet.overview import overview as overview_snapshot
-from weftboard.http import HtmxHttpRequest
 
 from .inputs import optional_choice
 from .pages import operator_page, render_page

@@ -14,8 +14,8 @@ from django.shortcuts import render
 from django.urls import reverse
 from django_htmx.http import HttpResponseClientRedirect
 
+from claims.http.htmx import HtmxHttpRequest
 from claims.protocol.errors import ClaimError
-from weftboard.http import HtmxHttpRequest
 
 from .errors import BadInput, error_response
 

@@ -6,9 +6,9 @@ from django.http import HttpResponse
 from django.views.decorators.http import require_GET
 
 from claims.fleet_clock import fleet_now
+from claims.http.htmx import HtmxHttpRequest
 from claims.selectors.queues.backfills import backfill_list
 from claims.selectors.queues.redrives import redrive_list
-from weftboard.http import HtmxHttpRequest
 
 from .inputs import optional_text
 from .pages import operator_page, render_page

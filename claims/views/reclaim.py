@@ -6,8 +6,8 @@ from django.http import HttpResponse
 from django.views.decorators.http import require_GET
 
 from claims.fleet_clock import fleet_now
+from claims.http.htmx import HtmxHttpRequest
 from claims.selectors.fleet.reclaim import SOURCES, reclaim_progress
-from weftboard.http import HtmxHttpRequest
 
 from .pages import operator_page, render_page
 

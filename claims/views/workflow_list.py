@@ -9,8 +9,8 @@ from django.http import HttpResponse
 from django.views.decorators.http import require_GET
 
 from claims.fleet_clock import fleet_now
+from claims.http.htmx import HtmxHttpRequest
 from claims.models import WorkflowStatus
-from claims.runtime.types import WORKFLOW_TYPE_MAX_LENGTH, registered_types
 from claims.selectors.workflows.listing import (
     COUNT_CAP,
     CURSOR_MAX_LENGTH,
@@ -21,7 +21,7 @@ from claims.selectors.workflows.listing import (
     WorkflowSort,
     workflow_list,
 )
-from weftboard.http import HtmxHttpRequest
+from claims.workflow_types import WORKFLOW_TYPE_MAX_LENGTH, registered_types
 
 from .inputs import optional_choice, optional_text, utc_range_ms
 from .pages import operator_page, render_page

@@ -6,9 +6,9 @@ from django.http import HttpResponse
 from django.views.decorators.http import require_GET
 
 from claims.fleet_clock import fleet_now
+from claims.http.htmx import HtmxHttpRequest
 from claims.models import TERMINAL_STATUSES
 from claims.selectors.workflows.detail import workflow_detail
-from weftboard.http import HtmxHttpRequest
 
 from .errors import NotFound
 from .inputs import workflow_id_param

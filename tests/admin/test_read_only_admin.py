@@ -8,7 +8,7 @@ from django.contrib.auth import get_user_model
 from django.test import Client
 
 from claims.models import ApiToken
-from claims.tokens import api_token_mint
+from claims.services.tokens import api_token_mint
 
 pytestmark = pytest.mark.django_db
 

@@ -13,7 +13,7 @@ from pytest_django import DjangoAssertNumQueries
 
 from claims.fleet_clock import fleet_clock
 from claims.models import ApiToken, ClaimEvent, Engine, Workflow, WorkflowClaim, WorkflowStatus
-from claims.tokens import api_token_mint
+from claims.services.tokens import api_token_mint
 from tests import factories
 
 API = "/api/v1"

@@ -12,7 +12,7 @@ from django.test import Client
 from django.utils import timezone
 
 from claims.models import ApiToken
-from claims.tokens import token_hash
+from claims.selectors.tokens import token_hash
 
 from .conftest import bearer, url
 

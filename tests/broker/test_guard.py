@@ -8,7 +8,7 @@ import pickle
 
 import pytest
 
-from weftboard.broker.guard import UndecodableMessage, decode_envelope
+from claims.engine.broker_guard import UndecodableMessage, decode_envelope
 
 
 def envelope(body: object, *, content_type: str = "application/json") -> dict[str, object]:

@@ -15,7 +15,8 @@ import kombu
 import pytest
 from kombu.exceptions import ChannelError
 
-from weftboard.broker import guard, register_transports
+from claims.engine import broker_guard as guard
+from weftboard.broker import register_transports
 from weftboard.env_settings import broker_config
 
 

@@ -12,7 +12,6 @@ from typing import Any
 
 from django.db.models import F
 
-from claims.demo_seed import DEMO_ENGINES, demo_fleet_seed
 from claims.fleet_clock import fleet_clock
 from claims.models import (
     BackfillJob,
@@ -30,6 +29,7 @@ from claims.models import (
 from claims.protocol.pass_histogram import BUCKETS_S
 from claims.protocol.reclaim import CURSOR_NAME
 from claims.services import engines
+from claims.services.demo_fleet import DEMO_ENGINES, demo_fleet_seed
 from tests import factories
 
 TTL_MS = 30_000

@@ -27,7 +27,7 @@ MINT = """
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Permission
 from claims.models import ApiToken
-from claims.tokens import api_token_mint
+from claims.services.tokens import api_token_mint
 user = get_user_model().objects.create_user("throttled")
 user.user_permissions.set(Permission.objects.filter(codename="cancel_workflow"))
 print(api_token_mint(ApiToken(name="t", user=user, scope="write")))

@@ -33,7 +33,7 @@ from claims.models import (
     WorkflowClaim,
     WorkflowStatus,
 )
-from claims.tokens import api_token_mint
+from claims.services.tokens import api_token_mint
 
 pytestmark = pytest.mark.django_db
 

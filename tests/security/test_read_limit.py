@@ -14,10 +14,10 @@ from django.core.management.base import SystemCheckError
 from django.test import Client, override_settings
 from prometheus_client import REGISTRY
 
+from claims.http.user_limits import READS
 from claims.models import ApiToken
-from claims.tokens import api_token_mint
+from claims.services.tokens import api_token_mint
 from tests import factories
-from weftboard.user_limits import READS
 
 pytestmark = pytest.mark.django_db
 

@@ -18,10 +18,10 @@ from django.http import JsonResponse
 from django.test import Client, RequestFactory, override_settings
 
 from claims.models import ClaimEvent, Workflow, WorkflowClaim
+from claims.store.time_limit import is_statement_timeout
 from tests import factories
 from tests.conftest import _signed_in
 from weftboard.read_time_limit import ReadTimeLimitMiddleware
-from weftboard.time_limit import is_statement_timeout
 
 pytestmark = pytest.mark.django_db
 

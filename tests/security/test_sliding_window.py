@@ -18,8 +18,8 @@ import pytest
 from django.conf import settings
 from django.test import override_settings
 
+from claims.http.rate_limit import Rate, admit
 from tests.conftest import require_service
-from weftboard.rate_limit import Rate, admit
 
 REPO = Path(__file__).resolve().parents[2]
 MEMORY = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
@@ -137,7 +137,7 @@ ADMIT_IN_A_PROCESS = """
 import sys, time
 import django
 django.setup()
-from weftboard.rate_limit import Rate, admit
+from claims.http.rate_limit import Rate, admit
 key, start = sys.argv[1], float(sys.argv[2])
 time.sleep(max(0.0, start - time.time()))
 admitted = 0

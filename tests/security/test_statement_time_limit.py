@@ -1,4 +1,4 @@
-"""The time limit under the read limit and the search budget (weftboard.time_limit), on
+"""The time limit under the read limit and the search budget (claims.store.time_limit), on
 both databases: a statement past it is stopped with an error that says so, a shared budget
 counts every statement of its block, and the limit ends with its block."""
 
@@ -9,7 +9,7 @@ import time
 import pytest
 from django.db import DatabaseError, OperationalError, connection, transaction
 
-from weftboard.time_limit import is_statement_timeout, statement_time_limit
+from claims.store.time_limit import is_statement_timeout, statement_time_limit
 
 pytestmark = pytest.mark.django_db
 

@@ -12,14 +12,14 @@ import pytest
 from django.core.management import call_command
 from django.db.models import Model
 
-from claims.demo_seed import (
+from claims.models import ClaimEvent, Engine, Workflow, WorkflowClaim, WorkflowVisibility
+from claims.services.demo_fleet import (
     DEMO_ENGINES,
     DEMO_FAILURES,
     VANISHED_ENGINE,
     DemoSeedSummary,
     demo_fleet_seed,
 )
-from claims.models import ClaimEvent, Engine, Workflow, WorkflowClaim, WorkflowVisibility
 
 pytestmark = pytest.mark.django_db
 

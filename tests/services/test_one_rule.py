@@ -16,7 +16,6 @@ from django.test import Client
 
 from claims.models import ClaimEvent, Workflow, WorkflowClaim
 from claims.protocol.errors import InvalidInputError, WorkflowNotFoundError
-from claims.runtime.errors import UnknownWorkflowTypeError
 from claims.services.backfills import backfill_schedule
 from claims.services.claims import claim_force_release, claim_force_takeover_and_notify
 from claims.services.errors import ReadOnlyError
@@ -26,6 +25,7 @@ from claims.services.workflows import (
     workflow_start,
     workflow_suspend,
 )
+from claims.workflow_types import UnknownWorkflowTypeError
 
 from .conftest import EPOCH, WORLD
 

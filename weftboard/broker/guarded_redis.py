@@ -14,7 +14,7 @@ from typing import Any
 from kombu.transport import redis
 from kombu.utils.encoding import bytes_to_str
 
-from weftboard.broker.guard import UndecodableMessage, decode_envelope, record_rejection
+from claims.engine.broker_guard import UndecodableMessage, decode_envelope, record_rejection
 
 
 class Channel(redis.Channel):

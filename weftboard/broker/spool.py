@@ -37,8 +37,8 @@ from typing import Any
 from kombu.exceptions import ChannelError
 from kombu.transport import virtual
 
+from claims.engine.broker_guard import UndecodableMessage, decode_envelope
 from weftboard.broker import spool_files as files
-from weftboard.broker.guard import UndecodableMessage, decode_envelope
 from weftboard.private_var import DIR_MODE
 
 # How often a consumer deletes expired messages in every queue, including queues whose

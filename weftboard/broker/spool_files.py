@@ -22,7 +22,7 @@ from kombu.exceptions import ChannelError
 from kombu.utils.encoding import str_to_bytes
 from kombu.utils.json import dumps, loads
 
-from weftboard.broker.guard import record_rejection
+from claims.engine.broker_guard import record_rejection
 from weftboard.private_var import DIR_MODE, FILE_MODE, close_to_others, make_private_dir
 
 logger = logging.getLogger("weftboard.broker")

@@ -13,7 +13,6 @@ from claims.protocol.constants import MAX_SAFE_INTEGER
 from claims.protocol.ids import WORKFLOW_ID_MAX_LENGTH, check_new_workflow_id
 from claims.protocol.text import check_json_text
 from claims.protocol.times import MAX_TIME_MS, MIN_TIME_MS
-from claims.runtime.types import WORKFLOW_TYPE_MAX_LENGTH
 from claims.selectors.claims.ownership import Ownership
 from claims.selectors.workflows.listing import (
     CURSOR_MAX_LENGTH,
@@ -22,6 +21,7 @@ from claims.selectors.workflows.listing import (
     WorkflowRow,
     WorkflowSort,
 )
+from claims.workflow_types import WORKFLOW_TYPE_MAX_LENGTH
 
 from .claims import ClaimStateOut
 from .common import BodyIn, Reason, checked_identifier, fields_from, required_reason, utc

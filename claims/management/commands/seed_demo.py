@@ -4,8 +4,8 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandParser
 
-from claims.demo_seed import demo_fleet_seed
 from claims.fleet_clock import fleet_clock
+from claims.services.demo_fleet import demo_fleet_seed
 
 
 class Command(BaseCommand):

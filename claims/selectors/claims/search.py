@@ -11,7 +11,7 @@ reads every id. Two bounds:
   case folded) is refused before anything is read (``check_search``): it narrows no more
   than its distinct part would, and costs the most to check against each id.
 - Every search runs under one time budget for all of its statements,
-  WEFTBOARD_SEARCH_TIMEOUT_MS (250 ms unless set; weftboard.time_limit): a search past
+  WEFTBOARD_SEARCH_TIMEOUT_MS (250 ms unless set; claims.store.time_limit): a search past
   it is stopped and refused as too broad, on both databases.
 
 Either refusal is a SearchTooBroadError (InvalidInputError): 400 on the page, 422 in
@@ -35,7 +35,7 @@ from django.db.models.functions import StrIndex
 from claims.models import ClaimIdSearch
 from claims.models.claims import WorkflowClaimQuerySet
 from claims.protocol.errors import InvalidInputError
-from weftboard.time_limit import is_statement_timeout, statement_time_limit
+from claims.store.time_limit import is_statement_timeout, statement_time_limit
 
 # A trigram index finds a substring of at least three characters.
 TRIGRAM = 3

@@ -16,7 +16,7 @@ from claims.models import (
 )
 from claims.protocol.constants import COLUMN_INT_MAX, COLUMN_INT_MIN, MAX_SAFE_INTEGER
 from claims.protocol.times import MAX_TIME_MS, MIN_TIME_MS
-from claims.services.workflows import workflow_index
+from claims.store.workflows import workflow_index
 from tests import factories
 from tests.browser import scene as browser_scene
 

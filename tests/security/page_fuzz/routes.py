@@ -12,12 +12,12 @@ from dataclasses import dataclass, field
 from hypothesis import strategies as st
 
 from claims.models import ClaimEventKind, EngineStatus, WorkflowStatus
-from claims.runtime.types import registered_types
 from claims.selectors.claims.listing import CLAIM_FILTERS
 from claims.selectors.claims.sorting import SORT_KEYS
 from claims.selectors.fleet.history import HISTORY_WINDOWS_MS
 from claims.selectors.workflows.listing import TIME_FIELDS, WORKFLOW_SORTS
 from claims.views.action_kinds import ACTIONS
+from claims.workflow_types import registered_types
 
 from .imported import IMPORTED, IMPORTED_TYPE
 from .scene import Scene

@@ -33,7 +33,7 @@ from claims.models import (
 from claims.selectors.claims.sorting import SORT_KEYS
 from claims.selectors.workflows.listing import WORKFLOW_SORTS
 from claims.services.engines import fleet_snapshot_take
-from claims.services.workflows import workflow_index
+from claims.store.workflows import workflow_index
 from tests import factories
 from tests.browser import scene as browser_scene
 

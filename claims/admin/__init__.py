@@ -1,5 +1,8 @@
 """Admin: every table browsable. Claim state changes only through the protocol's CAS,
-so the claim-bearing models are read-only here."""
+so the claim-bearing models are read-only here.
+
+Django's autodiscovery imports this package, so every registration is made here;
+the backfill's screens are in ``backfills``."""
 
 from __future__ import annotations
 
@@ -13,11 +16,12 @@ from django.template.response import TemplateResponse
 from django.utils import timezone
 
 from claims import models
-from claims.backfill.admin import BackfillJobAdminBase
 from claims.protocol.errors import InvalidInputError
 from claims.protocol.text import check_identifier
+from claims.services.tokens import api_token_mint, api_tokens_revoke
 from claims.store.rows import EVENT_TRANSITION_FIELDS, HOLDER_COLUMNS
-from claims.tokens import api_token_mint, api_tokens_revoke
+
+from .backfills import BackfillJobAdminBase
 
 
 class ReadOnlyAdmin(admin.ModelAdmin):

@@ -1,5 +1,6 @@
-"""API bearer tokens: minted once, stored as a SHA-256 hash, looked up by that hash.
+"""API bearer tokens, read: the live token a secret names, found by the secret's hash.
 
+A secret is minted once (claims.services.tokens) and stored only as its SHA-256 hash.
 The secret has 256 random bits, so a plain hash (no salt, no slow KDF) is enough:
 nobody can guess a preimage, and the hash doubles as the lookup key.
 """
@@ -7,16 +8,14 @@ nobody can guess a preimage, and the hash doubles as the lookup key.
 from __future__ import annotations
 
 import hashlib
-import secrets
 from datetime import timedelta
 
-from django.db.models import Q, QuerySet
+from django.db.models import Q
 from django.utils import timezone
 
 from claims.models import ApiToken
 
 SECRET_PREFIX = "wb_"
-SHOWN_PREFIX_LENGTH = 8
 # Refreshing last_used_at on every call would turn every read into a write.
 LAST_USED_RESOLUTION = timedelta(minutes=1)
 
@@ -25,21 +24,9 @@ def token_hash(secret: str) -> str:
     return hashlib.sha256(secret.encode()).hexdigest()
 
 
-def api_token_mint(token: ApiToken) -> str:
-    """Give an unsaved token a fresh secret, save it, and return the secret.
-
-    The caller shows the secret once; it is never stored nor recoverable.
-    """
-    secret = SECRET_PREFIX + secrets.token_urlsafe(32)
-    token.prefix = secret[:SHOWN_PREFIX_LENGTH]
-    token.token_hash = token_hash(secret)
-    token.save()
-    return secret
-
-
 def api_token_authenticate(secret: str) -> ApiToken | None:
     """The live token with this secret (not revoked, not expired, its user loaded and
-    active), or None."""
+    active), or None. Its last_used_at is refreshed at most once a LAST_USED_RESOLUTION."""
     if not secret.startswith(SECRET_PREFIX):
         return None
     now = timezone.now()
@@ -55,8 +42,3 @@ def api_token_authenticate(secret: str) -> ApiToken | None:
         ApiToken.objects.filter(pk=token.pk).update(last_used_at=now)
         token.last_used_at = now
     return token
-
-
-def api_tokens_revoke(tokens: QuerySet[ApiToken]) -> int:
-    """Revoke the tokens not yet revoked; returns how many were."""
-    return tokens.filter(revoked_at__isnull=True).update(revoked_at=timezone.now())

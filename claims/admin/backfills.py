@@ -19,6 +19,7 @@ from django.urls import URLPattern, path, reverse
 from django.utils.html import format_html
 from django.views.decorators.http import require_POST
 
+from claims.backfill.jobs import backfill_progress
 from claims.conf import read_only_reason
 from claims.models import ACTIVE_BACKFILL_STATUSES, BackfillJob, Workflow
 from claims.protocol.errors import InvalidInputError
@@ -30,8 +31,6 @@ from claims.services.errors import (
     BackfillNotActiveError,
     ReadOnlyError,
 )
-
-from .jobs import backfill_progress
 
 PROGRESS_POLL_LIMIT = 100
 ERROR_SUMMARY_LENGTH = 60

@@ -1,4 +1,7 @@
-"""A demo fleet for a first look at the dashboard: engines, workflows and some trouble."""
+"""A demo fleet for a first look at the dashboard: engines, workflows and some trouble.
+
+Writes like the other services: ``seed_demo`` (the management command) seeds the fleet,
+and beat's ``claims.demo_start_workflows`` keeps it busy."""
 
 from __future__ import annotations
 
@@ -19,7 +22,8 @@ from claims.models import (
 )
 from claims.protocol import Clock
 from claims.runtime.failures import error_summary, failure_record
-from claims.services.workflows import workflow_index, workflow_start
+from claims.services.workflows import workflow_start
+from claims.store.workflows import workflow_index
 
 DEMO_TYPES = ("order", "invoice", "ledger")
 # Engines of an earlier, crashed run; the engines started by scripts/run take over from them.

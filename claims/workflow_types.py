@@ -3,6 +3,11 @@
 An engine only claims workflows whose type it can run (``is_type_registered``
 is the reclaim target's gate). Importing ``claims.runtime.demo_workflows`` registers the
 demo types; ``load_workflow_modules`` imports whatever modules an engine runs.
+
+It stands below both of its askers, the runtime (which drives the functions) and the
+services (which refuse a type no engine can run), and imports neither: a registered
+function is called with the runtime's ``claims.runtime.context.WorkflowContext``, but the
+registry only keeps it, so it names no type of the runtime.
 """
 
 from __future__ import annotations
@@ -10,14 +15,10 @@ from __future__ import annotations
 import importlib
 import threading
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
-from .errors import DuplicateWorkflowTypeError, UnknownWorkflowTypeError
-
-if TYPE_CHECKING:
-    from .context import WorkflowContext
-
-WorkflowFunction = Callable[["WorkflowContext"], Any]
+# Called with a claims.runtime.context.WorkflowContext (see the module's docstring).
+WorkflowFunction = Callable[[Any], Any]
 # Raises claims.protocol.errors.InvalidInputError, naming the field, for input the type
 # cannot run; returns nothing.
 InputCheck = Callable[[Any], None]
@@ -29,6 +30,19 @@ WORKFLOW_TYPE_MAX_LENGTH = 100  # Workflow.workflow_type
 _lock = threading.Lock()
 _functions: dict[str, WorkflowFunction] = {}
 _input_checks: dict[str, InputCheck] = {}
+
+
+class UnknownWorkflowTypeError(LookupError):
+    def __init__(self, workflow_type: str) -> None:
+        super().__init__(f"no workflow function is registered for type {workflow_type!r}")
+        self.workflow_type = workflow_type
+
+
+class DuplicateWorkflowTypeError(ValueError):
+    def __init__(self, workflow_type: str, existing: str) -> None:
+        super().__init__(f"workflow type {workflow_type!r} is already registered by {existing}")
+        self.workflow_type = workflow_type
+        self.existing = existing
 
 
 def _origin(fn: WorkflowFunction) -> str:

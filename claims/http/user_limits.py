@@ -1,6 +1,6 @@
 """The two per-user limits: API writes (WEFTBOARD_API_WRITE_RATE) and reads, pages and API
 together (WEFTBOARD_READ_RATE), each a sliding window in the shared cache
-(weftboard.rate_limit).
+(claims.http.rate_limit).
 
 While the cache does not answer, requests go through uncounted: the limits guard against a
 runaway script or a wall of polling tabs, not against the operator who must release a
@@ -18,8 +18,8 @@ from django.conf import settings
 from django.http import HttpRequest
 from prometheus_client import Counter
 
-from weftboard.client_address import client_address
-from weftboard.rate_limit import ADMITTED, Rate, Verdict, admit
+from claims.http.client_address import client_address
+from claims.http.rate_limit import ADMITTED, Rate, Verdict, admit
 
 # Per web process: a lasting cache fault (a wrong password, a read-only replica) turns the
 # limits off, and these are what an alert can watch.
