@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from claims.fleet_clock import fleet_clock
+from claims.selectors.errors import BadCursorError
 from claims.selectors.workflows.listing import (
-    BadCursorError,
     WorkflowFilters,
     workflow_list,
     workflow_status_counts_where,

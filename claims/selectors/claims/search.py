@@ -34,7 +34,7 @@ from django.db.models.functions import StrIndex
 
 from claims.models import ClaimIdSearch
 from claims.models.claims import WorkflowClaimQuerySet
-from claims.protocol.errors import InvalidInputError
+from claims.selectors.errors import SearchTooBroadError
 from claims.store.time_limit import is_statement_timeout, statement_time_limit
 
 # A trigram index finds a substring of at least three characters.
@@ -53,10 +53,6 @@ _WORDS = re.compile(r"[^\W_]+")
 
 logger = logging.getLogger("weftboard.reads")
 Read = TypeVar("Read", bound=Callable[..., Any])
-
-
-class SearchTooBroadError(InvalidInputError):
-    """A search that would read most ids: refused, or stopped at its time budget."""
 
 
 def search_timeout_ms() -> int:

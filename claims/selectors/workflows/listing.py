@@ -16,9 +16,10 @@ from django.db.models import Count, Q, QuerySet
 
 from claims.models import WORKFLOW_ID_MAX_LENGTH, Workflow, WorkflowStatus
 from claims.protocol.constants import COLUMN_INT_MAX, COLUMN_INT_MIN
-from claims.protocol.errors import InvalidInputError, InvalidWorkflowIdError
+from claims.protocol.errors import InvalidWorkflowIdError
 from claims.protocol.ids import check_workflow_id
 from claims.protocol.timing import ClaimTiming
+from claims.selectors.errors import BadCursorError
 from claims.selectors.fleet.snapshot import snapshot_workflow_counts
 
 # A cursor is "<ms>:<workflow id>" or a workflow id: never longer than this.
@@ -48,10 +49,6 @@ _ROW_COLUMNS = (
 
 # The time of a cursor: ASCII digits, negative before 1970; 20 digits hold any 64-bit number.
 _WHOLE_NUMBER = re.compile(r"-?[0-9]{1,20}")
-
-
-class BadCursorError(InvalidInputError):
-    """A cursor that this sort did not write: bad input (400 on a page, 422 in the API)."""
 
 
 @dataclass(frozen=True)
