@@ -26,13 +26,12 @@ FIRST_WORKER_DB = 8
 MAX_WORKERS = 5
 
 # Folders and files (under tests/) whose every test is serial.
+# (The fault harness's, the soak's and the broker's own checks share nothing: only their
+# tests marked slow, which start processes, run alone.)
 SERIAL_PATHS = (
     "integration",
-    "faults",
-    "soak",
     "browser",
     "concurrency",
-    "broker",
     "test_benchmarks_smoke.py",
 )
 
