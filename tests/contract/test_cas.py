@@ -1,8 +1,7 @@
 """The store's compare-and-swaps, called directly: the epoch and the holder columns are
-compared exactly, and a null only ever equals a null (docs/design.md §2-§3). The four
-columns a per-claim holder sets are varied here; the fifth, the session epoch, is not
-(test_renew_all.py varies it for renew_many, test_session_claims.py the grants from a
-session holder)."""
+compared exactly, and a null only ever equals a null (docs/design.md §2-§3). All five
+holder columns are varied here, the session epoch last (test_renew_all.py varies it for
+renew_many, test_session_claims.py the grants from a session holder)."""
 
 from __future__ import annotations
 
@@ -158,3 +157,33 @@ def test_a_missing_row_is_never_granted_renewed_or_released(store, arrange):
     assert not store.cas_renew("wf", held=OBSERVED, expires_at_ms=T0)
     assert not store.cas_release("wf", held=OBSERVED, event=None)
     assert arrange.read("wf") is None
+
+
+# The fifth column: a session holder (no expiry of its own) against the same holder under
+# another session or under none, and a per-claim holder against the same under a session.
+SESSION_NEAR_MISSES = {
+    "another session": (Holder("b", 3, None, T0, 7), Holder("b", 3, None, T0, 8)),
+    "no session where one is": (Holder("b", 3, None, T0, 7), Holder("b", 3, None, T0)),
+    "a session where none is": (OBSERVED, Holder("b", 3, T0 + TTL_MS, T0, 7)),
+}
+
+
+@pytest.mark.parametrize(
+    ("row", "near_miss"), SESSION_NEAR_MISSES.values(), ids=SESSION_NEAR_MISSES.keys()
+)
+def test_every_single_row_statement_compares_the_session_epoch(store, arrange, row, near_miss):
+    """Grant, renew and release compare the session epoch like the other four columns,
+    a null only equal to a null; the holder as it is still matches."""
+    arrange.put_row("wf", epoch=3, holder=row)
+    event = _event("takeover", 3, 4)
+
+    assert not store.cas_grant(
+        "wf", expected_epoch=3, expected_holder=near_miss, holder=MINE, event=event
+    )
+    assert not store.cas_renew("wf", held=near_miss, expires_at_ms=T0 + 3 * TTL_MS)
+    assert not store.cas_release("wf", held=near_miss, event=_event("released", 3, 3))
+    assert arrange.read("wf") == ClaimRow("wf", 3, row)
+    assert arrange.events("wf") == []
+
+    assert store.cas_grant("wf", expected_epoch=3, expected_holder=row, holder=MINE, event=event)
+    assert arrange.read("wf") == ClaimRow("wf", 4, MINE)
