@@ -21,7 +21,6 @@ from unittest import mock
 import pytest
 from django.db import connection
 
-from claims.fleet_clock import fleet_clock
 from claims.models import ClaimEvent, Workflow, WorkflowClaim, WorkflowStatus
 from claims.protocol.errors import InvalidTransitionError
 from claims.services.claims import claim_force_takeover_and_notify
@@ -41,15 +40,7 @@ def world(settings) -> Iterator[mock.MagicMock]:
     settings.WEFT_CLAIM_TTL = "30s"
     settings.WEFT_CLAIM_RENEW_INTERVAL = "5s"
     settings.WEFTBOARD_READ_ONLY = ""
-    now = fleet_clock()()
-    Workflow.objects.create(
-        workflow_id="wf-1",
-        workflow_type="order",
-        status=WorkflowStatus.RUNNING,
-        state={"input": None, "steps": {}},
-        created_at_ms=now - 10_000,
-        updated_at_ms=now - 5_000,
-    )
+    factories.make_workflow("wf-1", created_ago_ms=10_000, updated_ago_ms=5_000)
     factories.make_claim("wf-1", epoch=EPOCH, engine="e-1")
     factories.make_engine("e-1", heard_ago_ms=1_000)
     factories.make_engine("e-2", heard_ago_ms=1_000)

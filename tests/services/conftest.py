@@ -12,8 +12,6 @@ from unittest import mock
 import pytest
 from django.core.cache import cache
 
-from claims.fleet_clock import fleet_clock
-from claims.models import Workflow, WorkflowStatus
 from tests import factories
 
 EPOCH = 41
@@ -37,15 +35,7 @@ def _fresh_throttle() -> Iterator[None]:
 
 @pytest.fixture
 def world(db: Any) -> None:
-    now = fleet_clock()()
-    Workflow.objects.create(
-        workflow_id="wf-1",
-        workflow_type="order",
-        status=WorkflowStatus.RUNNING,
-        state={"input": None, "steps": {}},
-        created_at_ms=now - 10_000,
-        updated_at_ms=now - 5_000,
-    )
+    factories.make_workflow("wf-1", created_ago_ms=10_000, updated_ago_ms=5_000)
     factories.make_claim("wf-1", epoch=EPOCH, engine="e-1")
     factories.make_engine("e-1", heard_ago_ms=1_000)
     factories.make_engine("e-2", heard_ago_ms=1_000)
