@@ -21,7 +21,6 @@ from claims.models import (
     Engine,
     EngineStatus,
     Workflow,
-    WorkflowClaim,
     WorkflowStatus,
 )
 from claims.protocol import Clock, rotate_claim
@@ -36,6 +35,7 @@ from claims.protocol.ids import check_engine_id, check_workflow_id
 from claims.protocol.records import ClaimRow
 from claims.protocol.transitions import check_expected_epoch, is_expected_epoch
 from claims.store import OrmClaimStore
+from claims.store.workflows import lock_claim_then_workflow
 
 from .rules import operator_reason, refuse_if_read_only
 from .sessions import open_session_epoch
@@ -261,9 +261,7 @@ def _grant_takeover(
         # A finished, suspended or deleted workflow needs no engine (none drives it);
         # granting it one grows the epoch and the audit log for nothing (the page
         # refuses it too). A deleted one is not found, as for every other action.
-        current = _status_under_lock(workflow_id)
-        if current is None:
-            raise WorkflowNotFoundError(workflow_id)
+        current = lock_claim_then_workflow(workflow_id)[0].status
         if current in TERMINAL_STATUSES or current == WorkflowStatus.SUSPENDED:
             raise InvalidTransitionError(workflow_id, current, "force a takeover of the claim of")
         now, timing = (clock or fleet_clock())(), claim_timing()
@@ -281,17 +279,6 @@ def _grant_takeover(
             reason=reason,
         )
     return ForcedTakeover(epoch=epoch, adopt_queue=queue)
-
-
-def _status_under_lock(workflow_id: str) -> str | None:
-    """The workflow's status (None without a row), read under the locks a fenced write
-    takes, in its order (claim row, then workflow row). Read without them, an engine's
-    finish committing between this read and the rotation went unseen: the rotation
-    compares the epoch alone, which a finish keeps, and granted a finished workflow."""
-    claim = WorkflowClaim.objects.select_for_update(no_key=True).filter(workflow_id=workflow_id)
-    list(claim.values_list("epoch", flat=True))
-    workflow = Workflow.objects.select_for_update().filter(workflow_id=workflow_id)
-    return workflow.values_list("status", flat=True).first()
 
 
 def _send_adopt(workflow_id: str, epoch: int, queue: str) -> None:

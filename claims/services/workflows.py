@@ -19,7 +19,6 @@ from claims.fleet_clock import fleet_clock
 from claims.models import (
     TERMINAL_STATUSES,
     Workflow,
-    WorkflowClaim,
     WorkflowStatus,
 )
 from claims.protocol import Clock, rotate_claim
@@ -27,14 +26,13 @@ from claims.protocol.decisions import decide_acquire
 from claims.protocol.errors import (
     InvalidTransitionError,
     WorkflowClaimUnavailableError,
-    WorkflowNotFoundError,
 )
 from claims.protocol.ids import check_new_workflow_id, check_workflow_id
 from claims.protocol.records import GrantPlan
 from claims.protocol.text import check_json_text
 from claims.protocol.transitions import carry_out_grant, check_expected_epoch
 from claims.store import OrmClaimStore
-from claims.store.workflows import workflow_index
+from claims.store.workflows import lock_claim_then_workflow, workflow_index
 
 from .rules import (
     check_workflow_input,
@@ -112,21 +110,6 @@ def _claim_for_start(workflow_id: str, engine_id: str, now: int) -> None:
         )
 
 
-def _lock_claim_then_workflow(workflow_id: str) -> tuple[Workflow, int | None]:
-    """Lock in the order fenced writes do (claim row, then workflow row), so an
-    external transition and an engine's checkpoint never deadlock; returns the workflow
-    and the claim's epoch (None without a claim row). Caller holds the transaction."""
-    epochs = list(
-        WorkflowClaim.objects.select_for_update(no_key=True)
-        .filter(workflow_id=workflow_id)
-        .values_list("epoch", flat=True)
-    )
-    workflow = Workflow.objects.select_for_update().filter(workflow_id=workflow_id).first()
-    if workflow is None:
-        raise WorkflowNotFoundError(workflow_id)
-    return workflow, (epochs[0] if epochs else None)
-
-
 # Where each transition may start from: cancel ends anything not yet ended, a suspended
 # workflow included; suspend and resume move between running and suspended only.
 @dataclass(frozen=True)
@@ -160,7 +143,7 @@ def _transition(
     reason = operator_reason(reason, required=actor is not None)
     now = _now(clock)
     with transaction.atomic():
-        workflow, epoch = _lock_claim_then_workflow(workflow_id)
+        workflow, epoch = lock_claim_then_workflow(workflow_id)
         check_expected_epoch(workflow_id, expected_epoch, epoch)
         if workflow.status not in move.allowed_from:
             raise InvalidTransitionError(workflow_id, workflow.status, move.action)

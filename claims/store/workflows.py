@@ -13,9 +13,26 @@ from django.db.models import Exists, OuterRef
 
 from claims.models import Workflow, WorkflowClaim, WorkflowStatus, WorkflowVisibility
 from claims.models.claims import HOLDER_PRESENT
+from claims.protocol.errors import WorkflowNotFoundError
 from claims.protocol.records import WorkflowInfo
 
 from .claim_sets import CHUNK
+
+
+def lock_claim_then_workflow(workflow_id: str) -> tuple[Workflow, int | None]:
+    """Lock in the order fenced writes do (claim row, then workflow row), so a write from
+    outside the engine (a transition, a forced takeover) never deadlocks with an engine's
+    checkpoint and sees any finish that committed while it waited; returns the workflow
+    and the claim's epoch (None without a claim row). Caller holds the transaction."""
+    epochs = list(
+        WorkflowClaim.objects.select_for_update(no_key=True)
+        .filter(workflow_id=workflow_id)
+        .values_list("epoch", flat=True)
+    )
+    workflow = Workflow.objects.select_for_update().filter(workflow_id=workflow_id).first()
+    if workflow is None:
+        raise WorkflowNotFoundError(workflow_id)
+    return workflow, (epochs[0] if epochs else None)
 
 
 def workflow_index(workflow: Workflow) -> None:
