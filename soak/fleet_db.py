@@ -106,6 +106,16 @@ class FleetDatabase:
             if before == held[str(w)]
         }
 
+    def released_by(self, engine_id: str, held: dict[str, int]) -> set[str]:
+        """The workflows of ``held`` that this engine released itself at the epoch it held
+        them at. A dead engine writes nothing, so each such release came before its death."""
+        rows = self._query_ids(
+            "SELECT workflow_id, epoch_before, engine_id FROM claims_claimevent "
+            "WHERE kind = 'released' AND workflow_id IN ({ids})",
+            list(held),
+        )
+        return {str(w) for w, before, by in rows if by == engine_id and before == held[str(w)]}
+
     def workflows(self) -> list[WorkflowRow]:
         rows = []
         for w, status, created, updated, state, holder in self._query(

@@ -198,8 +198,10 @@ class Soak:
         assert victim.pid is not None
         engine = self.db.engine_by_pid(victim.pid)
         engine_id = engine.engine_id if engine else None
-        held = self.db.claims_held_by(engine_id) if engine_id else {}
         self._scrape()
+        # Read last, right before the kill: a claim the engine finishes and releases in
+        # between is told apart by its release (see _follow).
+        held = self.db.claims_held_by(engine_id) if engine_id else {}
         kill = checks.Kill(
             at_s=self._elapsed(),
             program=victim.name.split(":", 1)[1],
@@ -232,7 +234,12 @@ class Soak:
             now = self.db.epochs(list(kill.held))
             if all(holder != kill.engine_id for _, holder in now.values()):
                 kill.cleared_after_s = since
-                kill.not_advanced = [wf for wf, (epoch, _) in now.items() if epoch <= kill.held[wf]]
+                let_go = self.db.released_by(kill.engine_id, kill.held)
+                kill.not_advanced = [
+                    wf
+                    for wf, (epoch, _) in now.items()
+                    if epoch <= kill.held[wf] and wf not in let_go
+                ]
                 self._scrape()
                 kill.takeovers_after = self._takeovers()
                 self.log(f"{kill.program}'s {len(kill.held)} claims taken over after {since:.1f}s")
