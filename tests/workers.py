@@ -7,9 +7,11 @@ itself; the one thing left to share is Redis: the cache (and with it the per-use
 counts) lives in CELERY_BROKER_URL's database, and tests clear it. So each worker moves
 to a Redis database of its own.
 
-Tests that start processes, drive a browser, race threads against a deadline or time a
-benchmark are marked ``serial``: ``scripts/test`` runs them after the parallel part, one
-at a time, on a machine nobody else is loading.
+Tests that start processes (engines, the main command, web servers, a private Redis) or
+drive a browser run on the workers too: each has its own ports, folders, database and
+Redis databases. Only the races between threads and processes (tests/concurrency) are
+marked ``serial``: ``scripts/test`` runs them after the parallel part, one at a time, so
+the interleavings they provoke are not those of a loaded machine.
 """
 
 from __future__ import annotations
@@ -20,20 +22,16 @@ from urllib.parse import urlsplit, urlunsplit
 
 import pytest
 
-# Worker N uses Redis database FIRST_WORKER_DB + N: clear of 13 to 15, which the serial
-# tests use (the engines' broker, the throttle test, CI's configured database).
+# Worker N uses Redis database FIRST_WORKER_DB + N for itself, and FIRST_SPARE_DB + N for
+# the processes its tests start (the engines' broker, the web servers' shared cache): clear
+# of 12 to 15, which the benchmarks and a run without workers use (the engines' broker, the
+# throttle test, CI's configured database).
 FIRST_WORKER_DB = 8
-MAX_WORKERS = 5
+FIRST_SPARE_DB = 4
+MAX_WORKERS = 4
 
 # Folders and files (under tests/) whose every test is serial.
-# (The fault harness's, the soak's and the broker's own checks share nothing: only their
-# tests marked slow, which start processes, run alone.)
-SERIAL_PATHS = (
-    "integration",
-    "browser",
-    "concurrency",
-    "test_benchmarks_smoke.py",
-)
+SERIAL_PATHS = ("concurrency",)
 
 
 def _worker_number() -> int | None:
@@ -54,6 +52,14 @@ def _own_redis_database(number: int) -> None:
     os.environ["CELERY_BROKER_URL"] = own
 
 
+def spare_redis_database(alone: int) -> int:
+    """The Redis database for the processes a test starts: the worker's spare one, or
+    ``alone`` in a run without workers. A worker runs one test at a time, so its tests may
+    flush it."""
+    number = _worker_number()
+    return alone if number is None else FIRST_SPARE_DB + number
+
+
 _number = _worker_number()
 if _number is not None:
     _own_redis_database(_number)
@@ -62,8 +68,6 @@ _TESTS = Path(__file__).resolve().parent
 
 
 def _serial(item: pytest.Item) -> bool:
-    if item.get_closest_marker("slow") is not None:
-        return True
     relative = Path(str(item.path)).resolve().relative_to(_TESTS)
     return relative.parts[0] in SERIAL_PATHS
 

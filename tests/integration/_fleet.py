@@ -16,6 +16,7 @@ from urllib.parse import quote, urlsplit, urlunsplit
 
 from claims.models import Engine, EngineStatus
 from faults.processes import REPO, VENV_BIN, Process, beat_argv, engine_argv, wait_until
+from tests.workers import spare_redis_database
 
 __all__ = ["REPO", "VENV_BIN", "Fleet", "Process", "wait_until"]
 
@@ -26,7 +27,8 @@ GRACE_MS = 2 * RENEW_INTERVAL_MS
 
 # The engines' broker: a Redis database of their own, flushed before each test, so no tick
 # or task of an earlier test (or of anything else using the configured database) leaks in.
-ENGINE_BROKER_DB = 13
+# On a parallel worker it is the worker's spare database (tests/workers.py).
+ENGINE_BROKER_DB = spare_redis_database(alone=13)
 FALLBACK_REDIS_URL = "redis://127.0.0.1:6379/15"
 
 ENGINE_BOOT_TIMEOUT_S = 60

@@ -13,13 +13,14 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import require_service
+from tests.workers import spare_redis_database
 
 from ._fleet import REPO, redis_flush, redis_reachable
 from .test_production_web import gunicorn, production_env
 
 pytestmark = pytest.mark.slow
 
-CACHE_URL = "redis://127.0.0.1:6379/14"
+CACHE_URL = f"redis://127.0.0.1:6379/{spare_redis_database(alone=14)}"
 LIMIT = 10
 REQUESTS = 60
 

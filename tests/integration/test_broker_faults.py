@@ -190,7 +190,7 @@ def test_an_engine_carries_on_after_its_database_sessions_are_dropped(fleet: Fle
         with connection.cursor() as cursor:
             cursor.execute(
                 "SELECT count(*) FILTER (WHERE pg_terminate_backend(pid)) FROM pg_stat_activity"
-                " WHERE application_name = %s",
+                " WHERE application_name = %s AND datname = current_database()",
                 ["weftboard-test-engine1"],
             )
             dropped += cursor.fetchone()[0]

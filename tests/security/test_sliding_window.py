@@ -138,8 +138,11 @@ import sys, time
 import django
 django.setup()
 from claims.http.rate_limit import Rate, admit
-key, start = sys.argv[1], float(sys.argv[2])
-time.sleep(max(0.0, start - time.time()))
+key = sys.argv[1]
+# Ready, then wait for the word to go: all four start counting together however long
+# each took to boot on a loaded machine.
+print("ready", flush=True)
+sys.stdin.readline()
 admitted = 0
 for _ in range(60):
     admitted += admit(key, Rate(30, 60)).admitted
@@ -151,20 +154,28 @@ print(admitted)
 def test_web_processes_at_once_admit_exactly_the_limit_between_them():
     """Four processes, as four web processes would, all counting in one Redis."""
     url = redis_url() or str(redis_caches()["default"]["LOCATION"])
-    key, start = uuid.uuid4().hex, time.time() + 10
+    key = uuid.uuid4().hex
     env = {**os.environ, "WEFTBOARD_CACHE_URL": url, "DJANGO_SETTINGS_MODULE": "weftboard.settings"}
     env.setdefault("WEFTBOARD_SECRET_KEY", "rate-limit-test-only")
     processes = [
         subprocess.Popen(
-            [sys.executable, "-c", ADMIT_IN_A_PROCESS, key, str(start)],
+            [sys.executable, "-c", ADMIT_IN_A_PROCESS, key],
             cwd=REPO,
             env=env,
+            stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
         )
         for _ in range(4)
     ]
+    for process in processes:
+        assert process.stdout is not None
+        assert process.stdout.readline().strip() == "ready", process.communicate(timeout=30)
+    for process in processes:
+        assert process.stdin is not None
+        process.stdin.write("go\n")
+        process.stdin.flush()
     results = [process.communicate(timeout=120) for process in processes]
 
     for process, (_, stderr) in zip(processes, results, strict=True):
