@@ -32,7 +32,8 @@ BETWEEN: "between"i
 STARTS_WITH: "starts_with"i
 CONTAINS: "contains"i
 NOW: "now"i
-FIELD: /[a-z_][a-z0-9_]*/i
+// A keyword is never a field name, so a misplaced one is reported as the keyword it is.
+FIELD: /(?!(and|or|not|in|between|starts_with|contains|now)(?![a-z0-9_]))[a-z_][a-z0-9_]*/i
 EQ: "="
 NE: "!="
 LT: "<"

@@ -76,7 +76,10 @@ def _check_size(tree: Tree[Token]) -> None:
                 raise QueryError(f"a query has at most {MAX_TERMS} terms", _start(node))
             if rule == "in_list" and len(node.children) - 3 > MAX_IN_VALUES:
                 raise QueryError(f"an IN list has at most {MAX_IN_VALUES} values", _start(node))
-        stack.extend((child, depth) for child in node.children if isinstance(child, Tree))
+        # Reversed, so that nodes are popped in the order of the text they come from and
+        # an error points at the first term over the limit.
+        children = [child for child in node.children if isinstance(child, Tree)]
+        stack.extend((child, depth) for child in reversed(children))
 
 
 def _start(node: Tree[Token]) -> int:

@@ -1,0 +1,80 @@
+"""Hypothesis strategies for valid queries, field by field."""
+
+from __future__ import annotations
+
+from hypothesis import strategies as st
+
+from claims.protocol.times import MAX_TIME_MS, MIN_TIME_MS
+from claims.query import (
+    FIELDS,
+    STATES,
+    WORKFLOW_STATUSES,
+    AbsoluteTime,
+    And,
+    Between,
+    Comparison,
+    InList,
+    Match,
+    Not,
+    Or,
+    Query,
+    RelativeTime,
+)
+from claims.query.fields import MAX_NUMBER
+from claims.query.times import MAX_OFFSET_MS
+
+ORDERED = [name for name, spec in FIELDS.items() if spec.kind in ("number", "time")]
+TEXTUAL = [name for name, spec in FIELDS.items() if spec.kind == "text"]
+
+times = st.one_of(
+    st.builds(AbsoluteTime, st.integers(MIN_TIME_MS, MAX_TIME_MS)),
+    st.builds(RelativeTime, st.integers(-MAX_OFFSET_MS, MAX_OFFSET_MS)),
+)
+_VALUES = {
+    "text": st.text(max_size=12),
+    "number": st.integers(0, MAX_NUMBER),
+    "time": times,
+    "status": st.sampled_from(WORKFLOW_STATUSES),
+    "state": st.sampled_from(STATES),
+}
+
+
+def values_of(field: str) -> st.SearchStrategy:
+    return _VALUES[FIELDS[field].kind]
+
+
+@st.composite
+def comparisons(draw: st.DrawFn) -> Comparison:
+    field = draw(st.sampled_from(list(FIELDS)))
+    ops = ["=", "!=", "<", "<=", ">", ">="] if field in ORDERED else ["=", "!="]
+    return Comparison(field, draw(st.sampled_from(ops)), draw(values_of(field)))
+
+
+@st.composite
+def in_lists(draw: st.DrawFn) -> InList:
+    field = draw(st.sampled_from(list(FIELDS)))
+    values = draw(st.lists(values_of(field), min_size=1, max_size=4))
+    return InList(field, tuple(values), negated=draw(st.booleans()))
+
+
+@st.composite
+def betweens(draw: st.DrawFn) -> Between:
+    field = draw(st.sampled_from(ORDERED))
+    return Between(field, draw(values_of(field)), draw(values_of(field)))
+
+
+matches_ = st.builds(
+    Match,
+    st.sampled_from(TEXTUAL),
+    st.sampled_from(["STARTS_WITH", "CONTAINS"]),
+    st.text(max_size=8),
+)
+terms = st.one_of(comparisons(), in_lists(), betweens(), matches_)
+
+
+def _combine(children: st.SearchStrategy[Query]) -> st.SearchStrategy[Query]:
+    several = st.lists(children, min_size=2, max_size=3).map(tuple)
+    return st.one_of(several.map(And), several.map(Or), children.map(Not))
+
+
+queries: st.SearchStrategy[Query] = st.recursive(terms, _combine, max_leaves=8)
