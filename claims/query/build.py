@@ -9,7 +9,19 @@ from lark import Token, Transformer, Tree
 
 from .errors import QueryError
 from .fields import FieldSpec, RawValue, check_match, check_ordering, check_value, field_spec
-from .nodes import And, Between, CompareOp, Comparison, InList, Match, MatchOp, Not, Or, Query
+from .nodes import (
+    And,
+    Between,
+    CompareOp,
+    Comparison,
+    InList,
+    Match,
+    MatchOp,
+    Not,
+    Or,
+    Query,
+    RelativeTime,
+)
 from .nodes import Value as QueryValue
 from .times import parse_offset
 
@@ -70,7 +82,7 @@ class QueryBuilder(Transformer[Token, Query]):
     def relative(self, children: list[Any]) -> _Located:
         now, sign, duration = children
         if sign is None:
-            return _Located(parse_offset("+", "0ms"), now.start_pos)
+            return _Located(RelativeTime(0), now.start_pos)
         try:
             return _Located(parse_offset(sign.value, duration.value), now.start_pos)
         except ValueError as error:
@@ -99,11 +111,14 @@ def unquote(literal: str, position: int) -> str:
         escape = match.group(1)
         if escape in _SIMPLE_ESCAPES:
             return _SIMPLE_ESCAPES[escape]
+        where = position + 1 + match.start()
         if len(escape) == 5:
             char = chr(int(escape[1:], 16))
+            if char == "\x00":
+                # No stored text holds it, and PostgreSQL refuses it in a parameter.
+                raise QueryError("text cannot hold U+0000", where)
             if not 0xD800 <= ord(char) <= 0xDFFF:
                 return char
-        where = position + 1 + match.start()
         raise QueryError(
             f'unknown escape \\{escape[:5]} in text: use \\" \\\\ \\n \\t \\r or \\uXXXX', where
         )

@@ -47,13 +47,16 @@ def _check_text(text: str) -> None:
         )
     for position, char in enumerate(text):
         if unicodedata.category(char) == "Cc" and char not in _WHITESPACE_CONTROLS:
-            raise QueryError(
-                f"control character U+{ord(char):04X} is not allowed (write \\u{ord(char):04x} "
-                "inside quoted text)",
-                position,
-            )
+            raise QueryError(_control_message(char), position)
     if not text.strip():
         raise QueryError("the query is empty: expected a field name, NOT or (", 0)
+
+
+def _control_message(char: str) -> str:
+    code = ord(char)
+    if code == 0:
+        return "control character U+0000 is not allowed"
+    return f"control character U+{code:04X} is not allowed (write \\u{code:04x} inside quoted text)"
 
 
 def _check_size(tree: Tree[Token]) -> None:

@@ -128,6 +128,7 @@ def test_accepted(text, query):
         ('type = "\\u12"', 8, "unknown escape \\u"),
         ('type = "\\ud800"', 8, "unknown escape \\ud800"),
         ("epoch = -1", 8, "expected a value"),
+        ('type = "ab\\u0000"', 10, "text cannot hold U+0000"),
     ],
 )
 def test_refused_with_position_and_what_was_expected(text, position, words):
