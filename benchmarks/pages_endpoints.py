@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import urlencode
 
 from django.conf import settings
 from django.db import connection
@@ -98,6 +99,7 @@ def endpoints(fleet: Fleet) -> list[Endpoint]:
         ),
         *_claims_sort_endpoints(),
         *_workflow_list_endpoints(),
+        *_query_endpoints(fleet),
         *_with_and_without_snapshot("overview", "overview fragment", "/"),
         Endpoint("workflow_summary", "workflow summary", workflow, "workflow-summary", f),
         Endpoint("workflow_history", "workflow history", workflow, "workflow-history", f),
@@ -148,6 +150,40 @@ def _workflow_list_endpoints() -> list[Endpoint]:
         table("workflows_created", "  sort=created", "?sort=created"),
         table("workflows_id", "  sort=id", "?sort=id"),
         table("workflows_deep", "  sort=id, deep page", "?sort=id&cursor=wf-050000"),
+    ]
+
+
+def _query_endpoints(fleet: Fleet) -> list[Endpoint]:
+    """Lists under a query in the query language (claims.query): reported beside the others,
+    not yet judged (binding=False) until their budget is measured at a million claims."""
+
+    def under(key: str, label: str, path: str, text: str, target: str) -> Endpoint:
+        query = urlencode({"query": text})
+        return Endpoint(key, label, f"{path}?{query}", target, FRAGMENT, binding=False)
+
+    engine = fleet.live_engines[3]
+    return [
+        under(
+            "claims_query_example",
+            "  query: type, engine, expired, expires > now - 10m",
+            "/claims/",
+            f'type = "order" AND engine = "{engine}" AND state = "expired" AND expires > now - 10m',
+            "claims-table",
+        ),
+        under(
+            "claims_query_stranded",
+            "  query: stranded invoices",
+            "/claims/",
+            'state = "stranded" AND type = "invoice"',
+            "claims-table",
+        ),
+        under(
+            "workflows_query_failed",
+            "  query: failed in the last hour",
+            "/workflows/",
+            'status = "failed" AND updated > now - 1h',
+            "workflows-live",
+        ),
     ]
 
 

@@ -5,7 +5,7 @@ rules no JSON Schema states: no control characters in ids, filters and reasons
 (claims.protocol.text: a pattern for Unicode's whole "C" category would be kilobytes per
 field), a reason that is not blank, times within years 1 to 9999 in UTC, cursors the
 server wrote, registered workflow types and their input bounds, epochs as true integers,
-a search the id index can narrow.
+a search the id index can narrow, a query in the query language.
 A 422 to a schema-valid request is dropped from the report only when one of these rules
 explains it: its message names the rule and, for the character rules, the request really
 holds such a character. Any other 422 to a valid request stays a failure, as it means
@@ -45,6 +45,10 @@ STATE_RULES = re.compile(
             # A search the id index cannot narrow (claims/selectors/claims/search.py), refused
             # by its shape or stopped at its time budget; the `q` parameter documents both.
             r"the index cannot narrow it|the limit on one search",
+            # A query the language cannot read, or one that means nothing (claims/query):
+            # every such refusal says where; and a query stopped at its time budget. The
+            # `query` parameter documents both.
+            r"\(at position \d+\)$|the limit on one query",
         )
     )
 )

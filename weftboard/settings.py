@@ -202,6 +202,8 @@ WEFTBOARD_READ_TIMEOUT_MS = env_milliseconds("WEFTBOARD_READ_TIMEOUT_MS", 5_000)
 # Milliseconds all the statements of one claims search may run together; 0: no limit
 # of its own (the read limit still holds).
 WEFTBOARD_SEARCH_TIMEOUT_MS = env_milliseconds("WEFTBOARD_SEARCH_TIMEOUT_MS", 250)
+# The same for one listing under a query (claims.query).
+WEFTBOARD_QUERY_TIMEOUT_MS = env_milliseconds("WEFTBOARD_QUERY_TIMEOUT_MS", 1_000)
 
 # Fewer active, non-silent engines than this is a red alert on every page and on /metrics.
 WEFTBOARD_MIN_ENGINES = env_int("WEFTBOARD_MIN_ENGINES", 1)

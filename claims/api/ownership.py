@@ -8,6 +8,7 @@ from ninja import Query
 from claims.fleet_clock import fleet_now
 from claims.protocol.errors import WorkflowNotFoundError
 from claims.protocol.ids import check_workflow_id
+from claims.query import parse
 from claims.selectors import claim_list
 from claims.selectors.claims.ownership import claim_snapshot, workflow_ownership
 from claims.selectors.workflows.lookup import workflow_exists
@@ -35,7 +36,8 @@ FORCE_PERMISSION = "claims.force_claim"
 @router.get("/claims", response={200: ClaimPageOut, **READ_ERRORS})
 def claims_list(request: HttpRequest, filters: Query[ClaimFilterIn]) -> ClaimPageOut:
     """Claims with their derived state, in `sort` order (the workflow id breaks ties);
-    follow `next_cursor`, with the same sort, for more. `q` matches any part of the id."""
+    follow `next_cursor`, with the same sort, for more. `q` matches any part of the id;
+    `query` selects in the query language."""
     now_ms, timing = fleet_now()
     page = claim_list(
         now_ms=now_ms,
@@ -47,6 +49,7 @@ def claims_list(request: HttpRequest, filters: Query[ClaimFilterIn]) -> ClaimPag
         sort=filters.sort,
         cursor=filters.cursor,
         limit=filters.limit,
+        query=parse(filters.query) if filters.query else None,
     )
     return ClaimPageOut.of(page)
 

@@ -16,6 +16,7 @@ from ninja import Query, Status
 from claims.fleet_clock import fleet_now
 from claims.models import Workflow
 from claims.protocol.errors import InvalidInputError
+from claims.query import parse
 from claims.selectors.claims.ownership import claim_snapshot
 from claims.selectors.workflows.listing import WorkflowFilters, workflow_list
 from claims.services.workflows import (
@@ -51,7 +52,8 @@ def workflows_list(request: HttpRequest, filters: Query[WorkflowFilterIn]) -> Wo
     counts every status under the type and time filters; without a time filter, they are
     beat's fleet snapshot's counts, at most two renew intervals old; under a time filter,
     each status is counted up to 10,000 and `capped_statuses` names those that reached it
-    (at least that many)."""
+    (at least that many). `query` selects in the query language; under a query each status
+    is counted up to 10,000 too."""
     if (
         filters.since_ms is not None
         and filters.until_ms is not None
@@ -66,6 +68,7 @@ def workflows_list(request: HttpRequest, filters: Query[WorkflowFilterIn]) -> Wo
         since_ms=filters.since_ms,
         until_ms=filters.until_ms,
         sort=filters.sort,
+        query=parse(filters.query) if filters.query else None,
     )
     page = workflow_list(
         selection, now_ms=now_ms, cursor=filters.cursor, limit=filters.limit, timing=timing

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+from claims.protocol.errors import InvalidInputError
 
-class QueryError(ValueError):
+
+class QueryError(InvalidInputError):
     """A query that cannot be read or does not mean anything.
 
     ``position`` is the 0-based offset in the query text the problem starts at (the end
     of the text for a query that stops too early); ``message`` says what is wrong in words
-    an operator can act on, and ``str(error)`` adds the position.
+    an operator can act on, and ``str(error)`` adds the position. It is bad input like
+    any other (InvalidInputError): the API answers 422 and a page says why.
     """
 
     def __init__(self, message: str, position: int) -> None:

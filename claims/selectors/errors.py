@@ -12,3 +12,7 @@ class BadCursorError(InvalidInputError):
 
 class SearchTooBroadError(InvalidInputError):
     """A search that would read most ids: refused, or stopped at its time budget."""
+
+
+class QueryTooSlowError(InvalidInputError):
+    """A listing under a query that ran past the query budget: no index narrowed it."""

@@ -13,14 +13,17 @@ from django.views.decorators.http import require_GET
 from claims.fleet_clock import fleet_now
 from claims.http.htmx import HtmxHttpRequest
 from claims.protocol.states import CLAIM_STATES
+from claims.query import Query
 from claims.selectors import claim_list
-from claims.selectors.claims.listing import CLAIM_FILTERS, workflow_id_known
+from claims.selectors.claims.conditions import CLAIM_FILTERS
+from claims.selectors.claims.listing import ClaimPage, workflow_id_known
 from claims.selectors.claims.sorting import CURSOR_MAX_LENGTH, SORT_KEYS, ClaimSort
 from claims.selectors.engines.listing import live_engine_statuses
 
 from .inputs import optional_choice, optional_prefix, optional_text, workflow_id_param
 from .pages import operator_page, render_page
 from .permissions import FORCE_CLAIM, action_refusal
+from .query_text import QueryInput, claim_filters_as_query, editable_text, query_input
 
 PAGE_SIZE = 50
 # With no state in the URL the page shows what needs attention; "all" shows every row.
@@ -77,30 +80,51 @@ def claims(request: HtmxHttpRequest) -> HttpResponse:
     search = optional_prefix(params, "q")
     sort = ClaimSort.parse(optional_choice(params, "sort", SORT_KEYS))
     cursor = optional_text(params, "cursor", max_length=CURSOR_MAX_LENGTH)
+    typed = query_input(params)
+    # Under a query the query decides; without one the page shows what needs attention.
+    scope = state or ("all" if typed.text else DEFAULT_SCOPE)
     now, timing = fleet_now()
-    page = claim_list(
-        now_ms=now,
-        timing=timing,
-        state=state or DEFAULT_SCOPE,
-        engine=engine,
-        prefix=prefix,
-        search=search,
-        sort=sort.key,
-        cursor=cursor,
-        limit=PAGE_SIZE,
-    )
+    if typed.error is None:
+        page = claim_list(
+            now_ms=now,
+            timing=timing,
+            state=scope,
+            engine=engine,
+            prefix=prefix,
+            search=search,
+            sort=sort.key,
+            cursor=cursor,
+            limit=PAGE_SIZE,
+            query=typed.query,
+        )
+    else:  # the query box says what is wrong; nothing is listed under a query not understood
+        page = ClaimPage([], None, now, sort.key)
+    picked = claim_filters_as_query(state=scope, engine=engine, prefix=prefix, search=search)
     context = {
         "page": page,
         "timing": timing,
         "states": CLAIM_STATES,
         "engines": live_engine_statuses(),
         "filters": {"state": state, "engine": engine, "prefix": prefix, "q": search},
-        "scope": state or DEFAULT_SCOPE,
+        "query": typed,
+        "query_keeps": [] if sort.is_default else [("sort", sort.key)],
+        # Offered once the query (if any) reads: a query not understood is mended first.
+        "as_query": _as_query_params(picked, typed, sort) if picked and not typed.error else "",
+        "scope": scope,
         "sort": sort,
         "headers": sort_headers(sort),
-        "filtered": bool(state or engine or prefix or search or not sort.is_default),
+        "filtered": bool(state or engine or prefix or search or typed.text or not sort.is_default),
         "jumped": bool(params.get("jumped")),
         "cursor": cursor,
         "refusal": action_refusal(request.user, FORCE_CLAIM),
     }
-    return render_page(request, "claims/claims.html", context, fragments=["claims-table"])
+    status = 400 if typed.error is not None else 200
+    return render_page(
+        request, "claims/claims.html", context, fragments=["claims-table"], status=status
+    )
+
+
+def _as_query_params(picked: Query, typed: QueryInput, sort: ClaimSort) -> str:
+    """The URL parameters of this view written as one query (the dropdowns folded in)."""
+    keeps = [] if sort.is_default else [("sort", sort.key)]
+    return urlencode([("query", editable_text(picked, typed.query)), *keeps])

@@ -3,7 +3,9 @@ and the count per status, live like the other lists."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import cast
+from urllib.parse import urlencode
 
 from django.http import HttpResponse
 from django.views.decorators.http import require_GET
@@ -11,6 +13,7 @@ from django.views.decorators.http import require_GET
 from claims.fleet_clock import fleet_now
 from claims.http.htmx import HtmxHttpRequest
 from claims.models import WorkflowStatus
+from claims.query import Query
 from claims.selectors.workflows.listing import (
     COUNT_CAP,
     CURSOR_MAX_LENGTH,
@@ -18,6 +21,7 @@ from claims.selectors.workflows.listing import (
     WORKFLOW_SORTS,
     TimeField,
     WorkflowFilters,
+    WorkflowPage,
     WorkflowSort,
     workflow_list,
 )
@@ -25,6 +29,7 @@ from claims.workflow_types import WORKFLOW_TYPE_MAX_LENGTH, registered_types
 
 from .inputs import optional_choice, optional_text, utc_range_ms
 from .pages import operator_page, render_page
+from .query_text import QueryInput, editable_text, query_input, workflow_filters_as_query
 
 PAGE_SIZE = 50
 
@@ -49,10 +54,17 @@ def workflows(request: HtmxHttpRequest) -> HttpResponse:
     """Two queries whatever the number of workflows: the page and the counts per status
     (from beat's fresh snapshot when no time filter narrows them)."""
     filters = workflow_filters(request)
+    typed = query_input(request.GET)
     cursor = optional_text(request.GET, "cursor", max_length=CURSOR_MAX_LENGTH)
     now, timing = fleet_now()
-    # A bad cursor: 400.
-    page = workflow_list(filters, now_ms=now, cursor=cursor, limit=PAGE_SIZE, timing=timing)
+    if typed.error is None:
+        # A bad cursor: 400.
+        selection = replace(filters, query=typed.query)
+        page = workflow_list(selection, now_ms=now, cursor=cursor, limit=PAGE_SIZE, timing=timing)
+    else:  # the query box says what is wrong; nothing is listed under a query not understood
+        page = WorkflowPage([], None, dict.fromkeys(WorkflowStatus.values, 0), now)
+    picked = workflow_filters_as_query(filters)
+    keeps: list[tuple[str, str]] = [] if filters.sort == "updated" else [("sort", filters.sort)]
     context = {
         "page": page,
         "filters": filters,
@@ -60,8 +72,12 @@ def workflows(request: HtmxHttpRequest) -> HttpResponse:
         "sorts": WORKFLOW_SORTS,
         "time_fields": TIME_FIELDS,
         "types": registered_types(),
+        "query": typed,
+        "query_keeps": keeps,
+        "as_query": _as_query_params(picked, typed, keeps) if picked and not typed.error else "",
         "filtered": bool(
-            filters.workflow_type
+            typed.text
+            or filters.workflow_type
             or filters.status
             or filters.since_ms is not None
             or filters.until_ms is not None
@@ -69,4 +85,12 @@ def workflows(request: HtmxHttpRequest) -> HttpResponse:
         "cursor": cursor,
         "count_cap": f"{COUNT_CAP:,}",
     }
-    return render_page(request, "claims/workflows.html", context, fragments=["workflows-live"])
+    status = 400 if typed.error is not None else 200
+    return render_page(
+        request, "claims/workflows.html", context, fragments=["workflows-live"], status=status
+    )
+
+
+def _as_query_params(picked: Query, typed: QueryInput, keeps: list[tuple[str, str]]) -> str:
+    """The URL parameters of this view written as one query (the filters folded in)."""
+    return urlencode([("query", editable_text(picked, typed.query)), *keeps])

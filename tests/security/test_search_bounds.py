@@ -123,3 +123,23 @@ def test_a_search_past_its_budget_is_stopped_and_a_normal_one_answers(reader, ma
     assert common.status_code == 200
     assert len(common.json()["items"]) == 50
     assert page(reader, "wf-099999").status_code == 200
+
+
+def test_a_query_past_its_budget_is_stopped_and_refused_saying_what_to_add(
+    reader, many_ids, caplog
+):
+    """A query no index narrows (a part of the id that no id holds) reads every row: past
+    WEFTBOARD_QUERY_TIMEOUT_MS it is stopped, on the page and in the API."""
+    query = quote('id CONTAINS "nomatch" OR epoch > 5')
+    with caplog.at_level(logging.WARNING), override_settings(WEFTBOARD_QUERY_TIMEOUT_MS=1):
+        on_page = reader.get(f"/claims/?query={query}")
+        in_api = reader.get(f"/api/v1/claims?query={query}")
+
+    assert on_page.status_code == 400
+    assert "the limit on one query" in on_page.content.decode()
+    assert in_api.status_code == 422
+    assert "add a term an index serves" in in_api.json()["detail"]
+    assert documented_to_the_fuzz(in_api, "x")
+    assert not [r for r in caplog.records if r.levelno >= logging.ERROR]
+    # Under the default budget the same query answers (it matches nothing here).
+    assert reader.get(f"/api/v1/claims?query={query}").json()["items"] == []

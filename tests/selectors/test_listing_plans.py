@@ -12,7 +12,7 @@ from django.db import connection, transaction
 
 from claims.models import WorkflowClaim
 from claims.protocol.timing import ClaimTiming
-from claims.selectors.claims.listing import filter_condition
+from claims.selectors.claims.conditions import filter_condition
 from tests.factories import make_claim
 
 pytestmark = pytest.mark.django_db

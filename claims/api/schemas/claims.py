@@ -10,8 +10,9 @@ from pydantic import field_validator
 
 from claims.models import ENGINE_ID_MAX_LENGTH, WORKFLOW_ID_MAX_LENGTH
 from claims.protocol.states import ClaimState
+from claims.query import MAX_LENGTH as QUERY_MAX_LENGTH
 from claims.selectors import ClaimPage, ClaimView
-from claims.selectors.claims.listing import ClaimScope
+from claims.selectors.claims.conditions import ClaimScope
 from claims.selectors.claims.ownership import ClaimSnapshot, ExpiryJudgement
 from claims.selectors.claims.sorting import CURSOR_MAX_LENGTH
 
@@ -45,6 +46,17 @@ class ClaimFilterIn(Schema):
             "distinct three-character pieces than a quarter of its length) is refused with "
             "422, as the id index cannot narrow it; a search past WEFTBOARD_SEARCH_TIMEOUT_MS "
             "is stopped and refused with 422 too."
+        ),
+    )
+    query: str | None = Field(
+        None,
+        max_length=QUERY_MAX_LENGTH,
+        description=(
+            'A query in the query language, for example `type = "order" AND state = '
+            '"expired" AND expires > now - 10m` (claims/query/README.md); the other filters '
+            "apply too. A query that cannot be read or means nothing answers 422 with what is "
+            "wrong and its position; one that runs past WEFTBOARD_QUERY_TIMEOUT_MS (no index "
+            "narrows it) is stopped and refused with 422 too."
         ),
     )
     sort: ClaimSortKey = "workflow_id"

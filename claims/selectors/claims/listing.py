@@ -4,23 +4,26 @@ sorts and keyset pages (docs/design.md §7)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Literal, cast
+from typing import Any, cast
 
-from django.db.models import Exists, OuterRef, Q, QuerySet
+from django.db.models import QuerySet
 
-from claims.models import Workflow, WorkflowClaim, WorkflowStatus
-from claims.models.claims import HOLDER_GARBLED, HOLDER_INVALID, HOLDER_PRESENT
-from claims.protocol.errors import InvalidInputError
+from claims.models import Workflow, WorkflowClaim
 from claims.protocol.records import ClaimRow
 from claims.protocol.states import CLAIM_STATES, ClaimState, derive_claim_state
 from claims.protocol.timing import ClaimTiming
+from claims.query import Query
 from claims.selectors.engines.names import engine_condition
+from claims.selectors.query.budget import query_bounded
+from claims.selectors.query.claims import claim_query_condition
+from claims.selectors.query.context import QueryContext
 from claims.store.rows import HOLDER_COLUMNS
 
+from .conditions import filter_condition, state_condition
 from .expiry_sort import expiry_values
 from .last_holders import LastHolder, last_holders
 from .search import search_bounded, with_substring
-from .session_holders import JudgedSessions, holders_of, judge_sessions, rows_with_sessions
+from .session_holders import JudgedSessions, judge_sessions, rows_with_sessions
 from .sorting import (
     STATE_RANK,
     ClaimSort,
@@ -32,12 +35,6 @@ from .sorting import (
 )
 
 MAX_PAGE = 200
-# What the list shows besides one derived state: "attention" is every held row (live, in
-# grace, expired, invalid) and the stranded ones (no holder, workflow running), which
-# leaves out the ownerless rows of finished workflows; "all" is every row ever claimed.
-ClaimScope = Literal["attention", "stranded", "all"]
-CLAIM_SCOPES: tuple[ClaimScope, ...] = ("attention", "stranded", "all")
-CLAIM_FILTERS: tuple[str, ...] = (*CLAIM_SCOPES, *CLAIM_STATES)
 # workflow_id, epoch, the five holder columns
 _COLUMNS = ("workflow_id", "epoch", *HOLDER_COLUMNS)
 # The states the state sort reads, with the instant, timing and sessions that judge them.
@@ -93,66 +90,6 @@ def claim_view_of_row(
         last_holder_engine_id=None if last is None else last.engine_id,
         last_held_at_ms=None if last is None else last.at_ms,
     )
-
-
-def state_condition(
-    state: ClaimState, now_ms: int, timing: ClaimTiming, sessions: JudgedSessions
-) -> Q:
-    """The SQL form of derive_claim_state, for filtering before the page is cut. A
-    session holder's claim is in its session's state: ``sessions`` (judge_sessions) lists
-    the sessions in each state, and the condition names their holders by session."""
-    if state == "ownerless":
-        return ~HOLDER_PRESENT
-    by_session = holders_of(sessions.get(state, ()))
-    not_live = [pair for judged, pairs in sessions.items() if judged != "live" for pair in pairs]
-    if state == "live" and len(not_live) < len(sessions.get("live", ())):
-        # Most sessions are live: name the few that are not (a 46-way OR on every row cost
-        # 35 ms a page at a million claims). A session first named after the pairs were
-        # read is live, as a new session is.
-        by_session = Q(holder_session_epoch__isnull=False) & ~holders_of(not_live)
-    if state == "invalid":
-        # The garbled rows' predicate as their partial index has it, so the planner reads
-        # them from it; holders of a missing or garbled session (rare) are named by session.
-        return HOLDER_GARBLED | (HOLDER_PRESENT & by_session)
-    valid = HOLDER_PRESENT & ~HOLDER_INVALID
-    own = Q(holder_session_epoch__isnull=True)
-    takeover_from = now_ms - timing.grace_ms
-    if state == "live":
-        own_state = Q(holder_expires_at_ms__gte=now_ms)
-    elif state == "in-grace":
-        own_state = Q(holder_expires_at_ms__lt=now_ms, holder_expires_at_ms__gte=takeover_from)
-    else:
-        own_state = Q(holder_expires_at_ms__lt=takeover_from)
-    return valid & ((own & own_state) | by_session)
-
-
-def _running() -> Q:
-    # A probe of the running workflows' partial index per row. Not IN (subquery): once the
-    # running ids outgrow work_mem PostgreSQL stops hashing them and rescans all of them
-    # per row (20 s for the first page at 1,000,000 running workflows).
-    return Q(
-        Exists(Workflow.objects.filter(pk=OuterRef("workflow_id"), status=WorkflowStatus.RUNNING))
-    )
-
-
-def filter_condition(
-    name: str, now_ms: int, timing: ClaimTiming, sessions: JudgedSessions | None = None
-) -> Q:
-    """A scope (attention, stranded, all) or one derived state, as SQL; a state reads the
-    sessions the claims name unless the caller has judged them (``sessions``)."""
-    if name == "all":
-        return Q()
-    if name == "attention":
-        return HOLDER_PRESENT | _running()
-    if name == "stranded":
-        return ~HOLDER_PRESENT & _running()
-    if name not in CLAIM_STATES:
-        raise InvalidInputError(
-            f"state must be one of {', '.join(CLAIM_FILTERS)}; got {name[:40]!r}"
-        )
-    if sessions is None:
-        sessions = judge_sessions(now_ms, timing)
-    return state_condition(cast(ClaimState, name), now_ms, timing, sessions)
 
 
 def _states_in_scope(state: str | None) -> tuple[ClaimState, ...]:
@@ -214,6 +151,7 @@ def _sort_value(sort: ClaimSort, view: ClaimView, raw: tuple[Any, ...]) -> Any:
 
 
 @search_bounded
+@query_bounded
 def claim_list(
     *,
     now_ms: int,
@@ -225,6 +163,7 @@ def claim_list(
     sort: str | None = None,
     cursor: str | None = None,
     limit: int = 50,
+    query: Query | None = None,
 ) -> ClaimPage:
     """One page of claims in ``sort`` order after ``cursor``: one query, two for a sort on a
     column that can be null, up to five for the state sort (one per state), two more
@@ -240,7 +179,8 @@ def claim_list(
     ``state`` is a derived state or a scope (CLAIM_FILTERS); ``search`` a substring of the
     workflow id (case-sensitive). A bad sort or a cursor from another sort: InvalidInputError;
     a search no index can narrow, or one past its time budget: SearchTooBroadError
-    (claims.selectors.claims.search)."""
+    (claims.selectors.claims.search). ``query`` (claims.query) narrows the rows as well, its
+    workflow fields through one probe of the workflow's key per row."""
     limit = max(1, min(limit, MAX_PAGE))
     order = ClaimSort.parse(sort)
     position = None if not cursor else decode_cursor(order, cursor)
@@ -258,6 +198,8 @@ def claim_list(
         rows = rows.filter(workflow_id__startswith=prefix)
     if search:
         rows = with_substring(rows, search)
+    if query is not None:
+        rows = rows.filter(claim_query_condition(query, QueryContext(now_ms, timing)))
     keys: list[Any] | None = None  # the rows' sort values, where the columns do not hold them
     if order.field == "state":
         scope = (_states_in_scope(state), scoped, now_ms, timing, sessions)

@@ -11,7 +11,7 @@ from django.db.models import F, OuterRef, Q
 from claims.models import Engine, Workflow
 from claims.protocol.states import CLAIM_STATES
 from claims.query import InList, Match, Query, Term, matches
-from claims.selectors.claims.listing import filter_condition
+from claims.selectors.claims.conditions import filter_condition
 from claims.selectors.claims.session_holders import holders_of
 from claims.selectors.engines.names import engine_condition
 

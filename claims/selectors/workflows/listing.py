@@ -19,8 +19,12 @@ from claims.protocol.constants import COLUMN_INT_MAX, COLUMN_INT_MIN
 from claims.protocol.errors import InvalidWorkflowIdError
 from claims.protocol.ids import check_workflow_id
 from claims.protocol.timing import ClaimTiming
+from claims.query import Query
 from claims.selectors.errors import BadCursorError
 from claims.selectors.fleet.snapshot import snapshot_workflow_counts
+from claims.selectors.query.budget import query_time_limit
+from claims.selectors.query.context import QueryContext
+from claims.selectors.query.workflows import workflow_query_condition
 
 # A cursor is "<ms>:<workflow id>" or a workflow id: never longer than this.
 CURSOR_MAX_LENGTH = WORKFLOW_ID_MAX_LENGTH + 20
@@ -59,6 +63,7 @@ class WorkflowFilters:
     since_ms: int | None = None  # inclusive
     until_ms: int | None = None  # exclusive
     sort: WorkflowSort = "updated"
+    query: Query | None = None  # claims.query, under the other filters
 
 
 @dataclass(frozen=True)
@@ -91,9 +96,13 @@ class WorkflowPage:
         return bool(self.capped_statuses)
 
 
-def _filtered(filters: WorkflowFilters) -> QuerySet[Workflow]:
-    """The type and time filters: what the status counts are counted under."""
+def _filtered(filters: WorkflowFilters, judged: QueryContext | None = None) -> QuerySet[Workflow]:
+    """The type, time and query filters: what the status counts are counted under."""
     rows = Workflow.objects.all()
+    if filters.query is not None:
+        if judged is None:
+            raise ValueError("a query is judged at an instant and a timing: pass them")
+        rows = rows.filter(workflow_query_condition(filters.query, judged))
     if filters.workflow_type:
         rows = rows.filter(workflow_type=filters.workflow_type)
     column = _COLUMN[filters.time_field]
@@ -142,13 +151,13 @@ def _cursor_of(sort: WorkflowSort, row: WorkflowRow) -> str:
 
 
 def workflow_status_counts_where(
-    filters: WorkflowFilters, *, cap: int | None = None
+    filters: WorkflowFilters, *, cap: int | None = None, judged: QueryContext | None = None
 ) -> tuple[dict[str, int], tuple[str, ...]]:
     """Workflows per status under the type and time filters, and the statuses whose count
     stopped at ``cap``. Uncapped: one grouped query. Capped: one query of a capped count
     per status, each a range of the status index that stops at ``cap`` + 1 rows."""
     counts = dict.fromkeys(WorkflowStatus.values, 0)
-    rows = _filtered(filters).order_by()
+    rows = _filtered(filters, judged).order_by()
     if cap is None:
         for status, n in rows.values_list("status").annotate(n=Count("pk")):
             counts[status] = n
@@ -172,11 +181,14 @@ def workflow_status_counts_where(
 
 
 def _status_counts(
-    filters: WorkflowFilters, now_ms: int, timing: ClaimTiming | None
+    filters: WorkflowFilters, now_ms: int, timing: ClaimTiming | None, judged: QueryContext | None
 ) -> tuple[dict[str, int], tuple[str, ...]]:
-    """The counts per status: with no time filter, as beat's fresh snapshot counted them
-    (of the type filtered on, if any; at most two renew intervals old, as the overview's;
-    a million workflows take ~100 ms to count), else counted now, each up to COUNT_CAP."""
+    """The counts per status: with no time filter and no query, as beat's fresh snapshot
+    counted them (of the type filtered on, if any; at most two renew intervals old, as the
+    overview's; a million workflows take ~100 ms to count), else counted now, each up to
+    COUNT_CAP."""
+    if filters.query is not None:
+        return workflow_status_counts_where(filters, cap=COUNT_CAP, judged=judged)
     if filters.since_ms is None and filters.until_ms is None:
         if timing is not None:
             counted = snapshot_workflow_counts(
@@ -197,20 +209,27 @@ def workflow_list(
     timing: ClaimTiming | None = None,
 ) -> WorkflowPage:
     """One page after ``cursor`` in the sort's order, with the counts per status (from
-    beat's fresh snapshot where they can be, given the ``timing`` that judges freshness)."""
+    beat's fresh snapshot where they can be, given the ``timing`` that judges freshness).
+    A query (``filters.query``) needs the ``timing`` its claim states are judged by."""
     limit = max(1, min(limit, MAX_PAGE))
-    rows = _filtered(filters)
-    if filters.status:
-        rows = rows.filter(status=filters.status)
-    if cursor:
-        rows = rows.filter(_after(filters.sort, cursor))
-    if filters.sort == "id":
-        rows = rows.order_by("workflow_id")
-    else:
-        column = _COLUMN[filters.sort]
-        rows = rows.order_by(f"-{column}", "-workflow_id")
-    values = list(rows.values_list(*_ROW_COLUMNS)[: limit + 1])
-    items = [WorkflowRow(*row) for row in values[:limit]]
-    next_cursor = _cursor_of(filters.sort, items[-1]) if len(values) > limit else None
-    counts, capped = _status_counts(filters, now_ms, timing)
+    judged = None
+    if filters.query is not None:
+        if timing is None:
+            raise ValueError("a query's claim states are judged by a timing: pass it")
+        judged = QueryContext(now_ms, timing)
+    with query_time_limit(filters.query):
+        rows = _filtered(filters, judged)
+        if filters.status:
+            rows = rows.filter(status=filters.status)
+        if cursor:
+            rows = rows.filter(_after(filters.sort, cursor))
+        if filters.sort == "id":
+            rows = rows.order_by("workflow_id")
+        else:
+            column = _COLUMN[filters.sort]
+            rows = rows.order_by(f"-{column}", "-workflow_id")
+        values = list(rows.values_list(*_ROW_COLUMNS)[: limit + 1])
+        items = [WorkflowRow(*row) for row in values[:limit]]
+        next_cursor = _cursor_of(filters.sort, items[-1]) if len(values) > limit else None
+        counts, capped = _status_counts(filters, now_ms, timing, judged)
     return WorkflowPage(items, next_cursor, counts, now_ms, capped)

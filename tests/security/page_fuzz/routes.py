@@ -12,12 +12,14 @@ from dataclasses import dataclass, field
 from hypothesis import strategies as st
 
 from claims.models import ClaimEventKind, EngineStatus, WorkflowStatus
-from claims.selectors.claims.listing import CLAIM_FILTERS
+from claims.query import format_query
+from claims.selectors.claims.conditions import CLAIM_FILTERS
 from claims.selectors.claims.sorting import SORT_KEYS
 from claims.selectors.fleet.history import HISTORY_WINDOWS_MS
 from claims.selectors.workflows.listing import TIME_FIELDS, WORKFLOW_SORTS
 from claims.views.action_kinds import ACTIONS
 from claims.workflow_types import registered_types
+from tests.query.strategies import queries
 
 from .imported import IMPORTED, IMPORTED_TYPE
 from .scene import Scene
@@ -98,6 +100,27 @@ UNTIL = Param("until", _datetimes)
 ENGINE = Param("engine", _engine_ids)
 PREFIX = Param("prefix", _workflow_prefix)
 
+
+def _queries(_: Scene) -> st.SearchStrategy[Value]:
+    """Queries that read (random ones, in their canonical text), the example of the README,
+    and text a person gets wrong."""
+    return st.one_of(
+        queries.map(format_query),
+        st.sampled_from(
+            [
+                'type = "order" AND state = "expired" AND expires > now - 10m',
+                'engine STARTS_WITH "e-" OR failure = "PaymentGatewayError"',
+                'type = "order" AND',
+                "state = expired",
+                '((((id = "x"',
+                "colour != 1",
+            ]
+        ),
+    )
+
+
+QUERY = Param("query", _queries)
+
 ROUTES: tuple[Route, ...] = (
     Route("claims:overview", params=(HISTORY,), fragments=("overview-live",)),
     Route(
@@ -111,6 +134,7 @@ ROUTES: tuple[Route, ...] = (
             Param("cursor", _claims_cursor),
             Param("jump", _workflow_ids),
             Param("jumped", one_of("1", "0")),
+            QUERY,
         ),
         fragments=("claims-table",),
     ),
@@ -127,6 +151,7 @@ ROUTES: tuple[Route, ...] = (
             UNTIL,
             Param("sort", one_of(*WORKFLOW_SORTS)),
             Param("cursor", _workflows_cursor),
+            QUERY,
         ),
         fragments=("workflows-live",),
     ),
