@@ -105,7 +105,13 @@ def claims(request: HtmxHttpRequest) -> HttpResponse:
         "timing": timing,
         "states": CLAIM_STATES,
         "engines": live_engine_statuses(),
-        "filters": {"state": state, "engine": engine, "prefix": prefix, "q": search},
+        # Under a query with no state picked the page shows every row: the dropdown says so.
+        "filters": {
+            "state": state or (scope if typed.text else None),
+            "engine": engine,
+            "prefix": prefix,
+            "q": search,
+        },
         "query": typed,
         "query_keeps": [] if sort.is_default else [("sort", sort.key)],
         # Offered once the query (if any) reads: a query not understood is mended first.
