@@ -6,17 +6,18 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, cast
 
-from django.db.models import QuerySet
+from django.db.models import F, QuerySet
 
 from claims.models import Workflow, WorkflowClaim
 from claims.protocol.records import ClaimRow
 from claims.protocol.states import CLAIM_STATES, ClaimState, derive_claim_state
 from claims.protocol.timing import ClaimTiming
-from claims.query import Query
+from claims.query import Match, Query
 from claims.selectors.engines.names import engine_condition
 from claims.selectors.query.budget import query_bounded
 from claims.selectors.query.claims import claim_query_condition
 from claims.selectors.query.context import QueryContext
+from claims.selectors.query.terms import text_match
 from claims.store.rows import HOLDER_COLUMNS
 
 from .conditions import filter_condition, state_condition
@@ -195,7 +196,8 @@ def claim_list(
     if engine:
         rows = rows.filter(engine_condition("holder_engine_id", engine))  # id or name
     if prefix:
-        rows = rows.filter(workflow_id__startswith=prefix)
+        # The same prefix as the query language's id STARTS_WITH: case-sensitive, as ids are.
+        rows = rows.filter(text_match(F("workflow_id"), Match("id", "STARTS_WITH", prefix)))
     if search:
         rows = with_substring(rows, search)
     if query is not None:

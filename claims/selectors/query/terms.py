@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from django.db import connection
 from django.db.models import Exists, F, Q, QuerySet
 from django.db.models import Value as SqlValue
 from django.db.models.expressions import Expression
@@ -64,8 +65,21 @@ def text_match(value: Operand, term: Match) -> Q:
     ASCII case, so the comparison is of the text itself)."""
     text = SqlValue(term.text)
     if term.op == "STARTS_WITH":
-        return _two_valued(value, Q(Exact(Substr(value, 1, len(term.text)), text)))
+        exact = _two_valued(value, Q(Exact(Substr(value, 1, len(term.text)), text)))
+        return prefix_range(value, term.text) & exact if isinstance(value, F) else exact
     return _two_valued(value, Q(GreaterThan(StrIndex(value, text), 0)))
+
+
+def prefix_range(column: F, prefix: str) -> Q:
+    """A superset of the column's values that start with ``prefix`` that its index can
+    read: LIKE 'prefix%' (PostgreSQL reads it from the pattern index Django gives a text
+    key), and on SQLite, whose LIKE folds case and reads no index, the range from the
+    prefix up to the prefix followed by the last code point (SQLite compares text byte by
+    byte; no stored id holds U+10FFFF, a character the text rule refuses)."""
+    like = Q(**{f"{column.name}__startswith": prefix})
+    if connection.vendor != "sqlite":
+        return like
+    return like & Q(**{f"{column.name}__gte": prefix, f"{column.name}__lt": prefix + "\U0010ffff"})
 
 
 def exists_in(rows: QuerySet[Any], condition: Q) -> Q:
