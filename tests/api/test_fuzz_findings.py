@@ -10,7 +10,7 @@ from claims.models import BackfillJob, Workflow
 from tests import factories
 from weftboard.api import api
 
-from .conftest import post, url
+from .conftest import make_workflow, post, url, wf_url
 
 pytestmark = pytest.mark.django_db
 
@@ -67,3 +67,18 @@ def test_a_forced_actions_409_is_documented_as_either_answer(route):
     refs = {option["$ref"].rsplit("/", 1)[-1] for option in answer["schema"]["anyOf"]}
 
     assert refs == {"StaleEpochOut", "ErrorOut"}
+
+
+@pytest.mark.parametrize("action", ["cancel", "suspend", "resume"])
+@pytest.mark.parametrize("seen", [False, True])
+def test_a_json_boolean_is_not_an_epoch_the_caller_saw(operator_client, action, seen):
+    """``false`` would read as epoch 0 and ``true`` as 1 if booleans passed for integers:
+    refused (422), and the workflow is left as it was."""
+    make_workflow("wf-bool")
+    response = post(
+        operator_client,
+        wf_url("wf-bool", f"/{action}"),
+        {"reason": "fuzz finding", "expected_epoch": seen},
+    )
+    assert response.status_code == 422, response.content
+    assert Workflow.objects.get(workflow_id="wf-bool").status == "running"

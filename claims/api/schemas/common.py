@@ -20,6 +20,9 @@ _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 # Strict: "7", 7.0 and true are not epochs. Below 2**53 so a JavaScript client reads it exactly.
 Epoch = Annotated[StrictInt, Field(ge=1, le=MAX_SAFE_INTEGER)]
+# The epoch a caller saw of a workflow that may never have been claimed (0); a JSON true
+# or false is not an epoch.
+SeenEpoch = Annotated[StrictInt, Field(ge=0, le=MAX_SAFE_INTEGER)]
 Reason = Annotated[str, Field(min_length=1, max_length=2000)]
 EngineId = Annotated[str, Field(min_length=1, max_length=ENGINE_ID_MAX_LENGTH)]
 

@@ -9,7 +9,6 @@ from ninja import Field, Schema
 from pydantic import field_validator
 
 from claims.models import ClaimEvent, Workflow, WorkflowStatus
-from claims.protocol.constants import MAX_SAFE_INTEGER
 from claims.protocol.ids import WORKFLOW_ID_MAX_LENGTH, check_new_workflow_id
 from claims.protocol.text import check_json_text
 from claims.protocol.times import MAX_TIME_MS, MIN_TIME_MS
@@ -25,7 +24,15 @@ from claims.selectors.workflows.listing import (
 from claims.workflow_types import WORKFLOW_TYPE_MAX_LENGTH
 
 from .claims import ClaimStateOut
-from .common import BodyIn, Reason, checked_identifier, fields_from, required_reason, utc
+from .common import (
+    BodyIn,
+    Reason,
+    SeenEpoch,
+    checked_identifier,
+    fields_from,
+    required_reason,
+    utc,
+)
 from .reclaim import RedriveOut
 
 
@@ -66,7 +73,7 @@ class WorkflowStartIn(BodyIn):
 class WorkflowCancelIn(BodyIn):
     reason: Reason
     # The epoch the caller saw (0: no claim yet); when given, a moved claim answers 409.
-    expected_epoch: int | None = Field(None, ge=0, le=MAX_SAFE_INTEGER)
+    expected_epoch: SeenEpoch | None = None
 
     _reason = field_validator("reason")(required_reason)
 
@@ -76,7 +83,7 @@ class WorkflowSuspendIn(BodyIn):
     claim that has moved answers 409."""
 
     reason: Reason
-    expected_epoch: int = Field(ge=0, le=MAX_SAFE_INTEGER)
+    expected_epoch: SeenEpoch
 
     _reason = field_validator("reason")(required_reason)
 
