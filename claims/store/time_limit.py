@@ -214,3 +214,22 @@ def _sqlite(connection: BaseDatabaseWrapper, limit: _Limit) -> Iterator[None]:
         outer_limits = _open.get()[:-1]
         if not outer_limits and connection.connection is not None:
             connection.connection.set_progress_handler(None, 0)
+
+
+@contextmanager
+def refused_past(
+    ms: int, refusal: Callable[[], Exception], *, using: str = DEFAULT_DB_ALIAS
+) -> Iterator[None]:
+    """One budget of ``ms`` for all the block's statements (0 or less: none of its own);
+    a statement stopped by it raises ``refusal()`` (which says why, and logs) instead of
+    the database's timeout. The searches' and the queries' budgets."""
+    if ms <= 0:
+        yield
+        return
+    try:
+        with statement_time_limit(ms, per_statement=False, using=using):
+            yield
+    except OperationalError as error:
+        if not is_statement_timeout(error):
+            raise
+        raise refusal() from error

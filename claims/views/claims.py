@@ -13,7 +13,6 @@ from django.views.decorators.http import require_GET
 from claims.fleet_clock import fleet_now
 from claims.http.htmx import HtmxHttpRequest
 from claims.protocol.states import CLAIM_STATES
-from claims.query import Query
 from claims.selectors import claim_list
 from claims.selectors.claims.conditions import CLAIM_FILTERS
 from claims.selectors.claims.listing import ClaimPage, workflow_id_known
@@ -23,7 +22,7 @@ from claims.selectors.engines.listing import live_engine_statuses
 from .inputs import optional_choice, optional_prefix, optional_text, workflow_id_param
 from .pages import operator_page, render_page
 from .permissions import FORCE_CLAIM, action_refusal
-from .query_text import QueryInput, claim_filters_as_query, editable_text, query_input
+from .query_text import claim_filters_as_query, query_box, query_input
 
 PAGE_SIZE = 50
 # With no state in the URL the page shows what needs attention; "all" shows every row.
@@ -112,10 +111,7 @@ def claims(request: HtmxHttpRequest) -> HttpResponse:
             "prefix": prefix,
             "q": search,
         },
-        "query": typed,
-        "query_keeps": [] if sort.is_default else [("sort", sort.key)],
-        # Offered once the query (if any) reads: a query not understood is mended first.
-        "as_query": _as_query_params(picked, typed, sort) if picked and not typed.error else "",
+        **query_box(typed, picked, [] if sort.is_default else [("sort", sort.key)]),
         "scope": scope,
         "sort": sort,
         "headers": sort_headers(sort),
@@ -128,9 +124,3 @@ def claims(request: HtmxHttpRequest) -> HttpResponse:
     return render_page(
         request, "claims/claims.html", context, fragments=["claims-table"], status=status
     )
-
-
-def _as_query_params(picked: Query, typed: QueryInput, sort: ClaimSort) -> str:
-    """The URL parameters of this view written as one query (the dropdowns folded in)."""
-    keeps = [] if sort.is_default else [("sort", sort.key)]
-    return urlencode([("query", editable_text(picked, typed.query)), *keeps])

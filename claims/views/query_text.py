@@ -5,6 +5,8 @@ text, so a view made of clicks can be edited and shared as one."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlencode
 
 from django.http import QueryDict
 
@@ -79,6 +81,18 @@ def editable_text(picked: Query | None, typed: Query | None) -> str:
     """What the dropdowns picked and the query typed, as one query's text ("" for none)."""
     query = _all_of([part for part in (picked, typed) if part is not None])
     return "" if query is None else format_query(query)
+
+
+def query_box(
+    typed: QueryInput, picked: Query | None, keeps: list[tuple[str, str]]
+) -> dict[str, Any]:
+    """The query box's context: the query typed, the parameters its form carries along
+    (``keeps``: the sort), and the link that writes the picked filters and the typed query
+    as one query ("" when nothing is picked, or while the typed query must be mended)."""
+    link = ""
+    if picked is not None and typed.error is None:
+        link = urlencode([("query", editable_text(picked, typed.query)), *keeps])
+    return {"query": typed, "query_keeps": keeps, "as_query": link}
 
 
 def _all_of(terms: list[Query]) -> Query | None:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from dataclasses import replace
 from typing import cast
-from urllib.parse import urlencode
 
 from django.http import HttpResponse
 from django.views.decorators.http import require_GET
@@ -13,7 +12,6 @@ from django.views.decorators.http import require_GET
 from claims.fleet_clock import fleet_now
 from claims.http.htmx import HtmxHttpRequest
 from claims.models import WorkflowStatus
-from claims.query import Query
 from claims.selectors.workflows.listing import (
     COUNT_CAP,
     CURSOR_MAX_LENGTH,
@@ -29,7 +27,7 @@ from claims.workflow_types import WORKFLOW_TYPE_MAX_LENGTH, registered_types
 
 from .inputs import optional_choice, optional_text, utc_range_ms
 from .pages import operator_page, render_page
-from .query_text import QueryInput, editable_text, query_input, workflow_filters_as_query
+from .query_text import query_box, query_input, workflow_filters_as_query
 
 PAGE_SIZE = 50
 
@@ -72,9 +70,7 @@ def workflows(request: HtmxHttpRequest) -> HttpResponse:
         "sorts": WORKFLOW_SORTS,
         "time_fields": TIME_FIELDS,
         "types": registered_types(),
-        "query": typed,
-        "query_keeps": keeps,
-        "as_query": _as_query_params(picked, typed, keeps) if picked and not typed.error else "",
+        **query_box(typed, picked, keeps),
         "filtered": bool(
             typed.text
             or filters.workflow_type
@@ -89,8 +85,3 @@ def workflows(request: HtmxHttpRequest) -> HttpResponse:
     return render_page(
         request, "claims/workflows.html", context, fragments=["workflows-live"], status=status
     )
-
-
-def _as_query_params(picked: Query, typed: QueryInput, keeps: list[tuple[str, str]]) -> str:
-    """The URL parameters of this view written as one query (the filters folded in)."""
-    return urlencode([("query", editable_text(picked, typed.query)), *keeps])

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import ast
 import subprocess
 import sys
 from pathlib import Path
@@ -10,31 +9,15 @@ from pathlib import Path
 import pytest
 
 import claims.protocol
+from tests.purity import absolute_imports, is_forbidden
 
 PROTOCOL_DIR = Path(claims.protocol.__file__).resolve().parent
 REPO_ROOT = PROTOCOL_DIR.parent.parent
-FORBIDDEN_ROOTS = {"django", "celery", "kombu", "ninja"}
 SOURCES = sorted(PROTOCOL_DIR.rglob("*.py"))
 
 
-def _absolute_imports(path: Path) -> list[str]:
-    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
-    names = []
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            names += [alias.name for alias in node.names]
-        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-            names.append(node.module)
-    return names
-
-
 def _is_forbidden(module: str) -> bool:
-    root = module.split(".")[0]
-    if root in FORBIDDEN_ROOTS:
-        return True
-    return root == "claims" and not (
-        module == "claims.protocol" or module.startswith("claims.protocol.")
-    )
+    return is_forbidden(module, ("claims.protocol",))
 
 
 def test_the_protocol_package_has_sources():
@@ -46,7 +29,7 @@ def test_the_protocol_package_has_sources():
 @pytest.mark.parametrize("path", SOURCES, ids=lambda path: path.name)
 def test_no_framework_import_in_protocol_module(path):
     """No protocol module imports Django, Celery, kombu, ninja or claims outside claims.protocol."""
-    forbidden = [name for name in _absolute_imports(path) if _is_forbidden(name)]
+    forbidden = [name for name in absolute_imports(path) if _is_forbidden(name)]
 
     assert forbidden == [], f"{path.relative_to(REPO_ROOT)} imports {forbidden}"
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import ast
 import subprocess
 import sys
 from pathlib import Path
@@ -13,29 +12,15 @@ import claims.query
 from claims.models.workflows import WorkflowStatus
 from claims.protocol.states import CLAIM_STATES
 from claims.query import STATES, WORKFLOW_STATUSES
+from tests.purity import absolute_imports, is_forbidden
 
 QUERY_DIR = Path(claims.query.__file__).resolve().parent
 REPO_ROOT = QUERY_DIR.parent.parent
 SOURCES = sorted(QUERY_DIR.rglob("*.py"))
-FRAMEWORKS = {"django", "celery", "kombu", "ninja"}
-
-
-def _absolute_imports(path: Path) -> list[str]:
-    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
-    names = []
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            names += [alias.name for alias in node.names]
-        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-            names.append(node.module)
-    return names
 
 
 def _is_forbidden(module: str) -> bool:
-    root = module.split(".")[0]
-    allowed_claims = ("claims.query", "claims.protocol")
-    in_claims = any(module == name or module.startswith(name + ".") for name in allowed_claims)
-    return root in FRAMEWORKS or (root == "claims" and not in_claims)
+    return is_forbidden(module, ("claims.query", "claims.protocol"))
 
 
 def test_the_query_package_has_sources():
@@ -44,7 +29,7 @@ def test_the_query_package_has_sources():
 
 @pytest.mark.parametrize("path", SOURCES, ids=lambda path: path.name)
 def test_no_framework_import_in_query_module(path):
-    forbidden = [name for name in _absolute_imports(path) if _is_forbidden(name)]
+    forbidden = [name for name in absolute_imports(path) if _is_forbidden(name)]
 
     assert forbidden == [], f"{path.relative_to(REPO_ROOT)} imports {forbidden}"
 

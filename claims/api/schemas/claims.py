@@ -10,7 +10,6 @@ from pydantic import field_validator
 
 from claims.models import ENGINE_ID_MAX_LENGTH, WORKFLOW_ID_MAX_LENGTH
 from claims.protocol.states import ClaimState
-from claims.query import MAX_LENGTH as QUERY_MAX_LENGTH
 from claims.selectors import ClaimPage, ClaimView
 from claims.selectors.claims.conditions import ClaimScope
 from claims.selectors.claims.ownership import ClaimSnapshot, ExpiryJudgement
@@ -20,6 +19,7 @@ from .common import (
     BodyIn,
     EngineId,
     Epoch,
+    QueryText,
     Reason,
     checked_identifier,
     fields_from,
@@ -48,17 +48,7 @@ class ClaimFilterIn(Schema):
             "is stopped and refused with 422 too."
         ),
     )
-    query: str | None = Field(
-        None,
-        max_length=QUERY_MAX_LENGTH,
-        description=(
-            'A query in the query language, for example `type = "order" AND state = '
-            '"expired" AND expires > now - 10m` (claims/query/README.md); the other filters '
-            "apply too. A query that cannot be read or means nothing answers 422 with what is "
-            "wrong and its position; one that runs past WEFTBOARD_QUERY_TIMEOUT_MS (no index "
-            "narrows it) is stopped and refused with 422 too."
-        ),
-    )
+    query: QueryText = None
     sort: ClaimSortKey = "workflow_id"
     cursor: str | None = Field(None, max_length=CURSOR_MAX_LENGTH)
     limit: int = Field(50, ge=1, le=200)

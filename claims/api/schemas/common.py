@@ -15,6 +15,7 @@ from pydantic import StrictInt, ValidationInfo, model_validator
 from claims.models import ENGINE_ID_MAX_LENGTH
 from claims.protocol.constants import MAX_SAFE_INTEGER
 from claims.protocol.text import check_identifier, check_reason
+from claims.query import MAX_LENGTH as QUERY_MAX_LENGTH
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
@@ -25,6 +26,20 @@ Epoch = Annotated[StrictInt, Field(ge=1, le=MAX_SAFE_INTEGER)]
 SeenEpoch = Annotated[StrictInt, Field(ge=0, le=MAX_SAFE_INTEGER)]
 Reason = Annotated[str, Field(min_length=1, max_length=2000)]
 EngineId = Annotated[str, Field(min_length=1, max_length=ENGINE_ID_MAX_LENGTH)]
+# The lists' ``query`` parameter (claims.query), parsed by the route.
+QueryText = Annotated[
+    str | None,
+    Field(
+        max_length=QUERY_MAX_LENGTH,
+        description=(
+            'A query in the query language, for example `type = "order" AND state = '
+            '"expired" AND expires > now - 10m` (claims/query/README.md); the other filters '
+            "apply too. A query that cannot be read or means nothing answers 422 with what is "
+            "wrong and its position; one that runs past WEFTBOARD_QUERY_TIMEOUT_MS (no index "
+            "narrows it) is stopped and refused with 422 too."
+        ),
+    ),
+]
 
 
 def utc(ms: int | None) -> datetime | None:

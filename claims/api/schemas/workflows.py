@@ -12,7 +12,6 @@ from claims.models import ClaimEvent, Workflow, WorkflowStatus
 from claims.protocol.ids import WORKFLOW_ID_MAX_LENGTH, check_new_workflow_id
 from claims.protocol.text import check_json_text
 from claims.protocol.times import MAX_TIME_MS, MIN_TIME_MS
-from claims.query import MAX_LENGTH as QUERY_MAX_LENGTH
 from claims.selectors.claims.ownership import Ownership
 from claims.selectors.workflows.listing import (
     CURSOR_MAX_LENGTH,
@@ -26,6 +25,7 @@ from claims.workflow_types import WORKFLOW_TYPE_MAX_LENGTH
 from .claims import ClaimStateOut
 from .common import (
     BodyIn,
+    QueryText,
     Reason,
     SeenEpoch,
     checked_identifier,
@@ -173,17 +173,7 @@ class WorkflowFilterIn(Schema):
     # The time rule (claims.protocol.times): years 1 to 9999 in UTC.
     since_ms: int | None = Field(None, ge=MIN_TIME_MS, le=MAX_TIME_MS)
     until_ms: int | None = Field(None, ge=MIN_TIME_MS, le=MAX_TIME_MS)
-    query: str | None = Field(
-        None,
-        max_length=QUERY_MAX_LENGTH,
-        description=(
-            'A query in the query language, for example `type = "order" AND state = '
-            '"expired" AND expires > now - 10m` (claims/query/README.md); the other filters '
-            "apply too. A query that cannot be read or means nothing answers 422 with what is "
-            "wrong and its position; one that runs past WEFTBOARD_QUERY_TIMEOUT_MS (no index "
-            "narrows it) is stopped and refused with 422 too."
-        ),
-    )
+    query: QueryText = None
     sort: WorkflowSort = "updated"
     cursor: str | None = Field(None, max_length=CURSOR_MAX_LENGTH)
     limit: int = Field(50, ge=1, le=200)

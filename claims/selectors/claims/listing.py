@@ -201,7 +201,8 @@ def claim_list(
     if search:
         rows = with_substring(rows, search)
     if query is not None:
-        rows = rows.filter(claim_query_condition(query, QueryContext(now_ms, timing)))
+        judged = sessions if judges_states else None  # read once for the page and the query
+        rows = rows.filter(claim_query_condition(query, QueryContext(now_ms, timing, judged)))
     keys: list[Any] | None = None  # the rows' sort values, where the columns do not hold them
     if order.field == "state":
         scope = (_states_in_scope(state), scoped, now_ms, timing, sessions)

@@ -28,14 +28,14 @@ from contextlib import contextmanager
 from typing import Any, TypeVar, cast
 
 from django.conf import settings
-from django.db import DEFAULT_DB_ALIAS, OperationalError, connections
+from django.db import DEFAULT_DB_ALIAS, connections
 from django.db.models import Value
 from django.db.models.functions import StrIndex
 
 from claims.models import ClaimIdSearch
 from claims.models.claims import WorkflowClaimQuerySet
 from claims.selectors.errors import SearchTooBroadError
-from claims.store.time_limit import is_statement_timeout, statement_time_limit
+from claims.store.time_limit import refused_past
 
 # A trigram index finds a substring of at least three characters.
 TRIGRAM = 3
@@ -87,27 +87,23 @@ def check_search(search: str | None) -> None:
 def search_time_limit(search: str | None, using: str = DEFAULT_DB_ALIAS) -> Iterator[None]:
     """Every statement the block runs shares the search budget; a search past it is a
     SearchTooBroadError. Without ``search`` (or with the budget off) nothing is added."""
-    ms = search_timeout_ms()
-    if not search or ms <= 0:
-        yield
-        return
-    try:
-        with statement_time_limit(ms, per_statement=False, using=using):
-            yield
-    except OperationalError as error:
-        if not is_statement_timeout(error):
-            raise
+    ms = search_timeout_ms() if search else 0
+
+    def refusal() -> SearchTooBroadError:
         logger.warning(
             "search stopped after %d ms (WEFTBOARD_SEARCH_TIMEOUT_MS): q of %d characters",
             ms,
-            len(search),
+            len(search or ""),
         )
-        raise SearchTooBroadError(
-            f"the search for {search[:40]!r} took longer than {ms:,} ms, the limit on one "
-            "search (WEFTBOARD_SEARCH_TIMEOUT_MS), and was stopped: it matches too little "
+        return SearchTooBroadError(
+            f"the search for {(search or '')[:40]!r} took longer than {ms:,} ms, the limit on "
+            "one search (WEFTBOARD_SEARCH_TIMEOUT_MS), and was stopped: it matches too little "
             "for the index to narrow; search for a longer or more distinctive part of the "
             "id, or filter by state or engine"
-        ) from error
+        )
+
+    with refused_past(ms, refusal, using=using):
+        yield
 
 
 def search_bounded(read: Read) -> Read:

@@ -11,11 +11,11 @@ from contextlib import contextmanager
 from typing import Any, TypeVar, cast
 
 from django.conf import settings
-from django.db import DEFAULT_DB_ALIAS, OperationalError
+from django.db import DEFAULT_DB_ALIAS
 
 from claims.query import Query, format_query
 from claims.selectors.errors import QueryTooSlowError
-from claims.store.time_limit import is_statement_timeout, statement_time_limit
+from claims.store.time_limit import refused_past
 
 logger = logging.getLogger("weftboard.reads")
 Read = TypeVar("Read", bound=Callable[..., Any])
@@ -29,24 +29,20 @@ def query_timeout_ms() -> int:
 def query_time_limit(query: Query | None, using: str = DEFAULT_DB_ALIAS) -> Iterator[None]:
     """Every statement the block runs shares the query budget; past it, QueryTooSlowError.
     Without a query (or with the budget off) nothing is added."""
-    ms = query_timeout_ms()
-    if query is None or ms <= 0:
-        yield
-        return
-    try:
-        with statement_time_limit(ms, per_statement=False, using=using):
-            yield
-    except OperationalError as error:
-        if not is_statement_timeout(error):
-            raise
-        text = format_query(query)
+    ms = query_timeout_ms() if query is not None else 0
+
+    def refusal() -> QueryTooSlowError:
+        text = "" if query is None else format_query(query)
         logger.warning("query stopped after %d ms (WEFTBOARD_QUERY_TIMEOUT_MS): %r", ms, text[:200])
-        raise QueryTooSlowError(
+        return QueryTooSlowError(
             f"the query took longer than {ms:,} ms, the limit on one query "
             "(WEFTBOARD_QUERY_TIMEOUT_MS), and was stopped: no index narrows it enough; "
             "add a term an index serves (state, engine, status, type, id STARTS_WITH) or a "
             "shorter time range"
-        ) from error
+        )
+
+    with refused_past(ms, refusal, using=using):
+        yield
 
 
 def query_bounded(read: Read) -> Read:

@@ -20,10 +20,14 @@ from claims.selectors.claims.session_holders import (
 class QueryContext:
     now_ms: int
     timing: ClaimTiming
+    # The sessions as a caller already judged them at ``now_ms``, so they are read once.
+    judged: JudgedSessions | None = None
 
     @cached_property
     def sessions(self) -> JudgedSessions:
         """The session pairs by the state their claims are in (a state term needs them)."""
+        if self.judged is not None:
+            return self.judged
         return judge_sessions(self.now_ms, self.timing)
 
     @cached_property

@@ -209,29 +209,26 @@ def world(django_db_setup: None, django_db_blocker: Any) -> Any:
         Engine.objects.all().delete()
 
 
+# Each listing: which of the world's reference row lists it reads, its rows and its compiler.
+LISTINGS: dict[str, tuple[int, Any, Any]] = {
+    "claims": (0, WorkflowClaim.objects, claim_query_condition),
+    "workflows": (1, Workflow.objects, workflow_query_condition),
+}
+
+
 @pytest.mark.django_db
+@pytest.mark.parametrize("listing", LISTINGS)
 @settings(
     max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
 @given(query=queries)
-def test_the_claims_listing_selects_what_the_reference_selects(world: Any, query: Query) -> None:
-    claim_rows, _ = world
-    wanted = sorted(row["id"] for row in claim_rows if matches(query, row, NOW_MS))
-    condition = claim_query_condition(query, QueryContext(NOW_MS, TIMING))
-    found = sorted(WorkflowClaim.objects.filter(condition).values_list("workflow_id", flat=True))
-    assert found == wanted, format_query(query)
-
-
-@pytest.mark.django_db
-@settings(
-    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
-)
-@given(query=queries)
-def test_the_workflows_listing_selects_what_the_reference_selects(world: Any, query: Query) -> None:
-    _, workflow_rows = world
-    wanted = sorted(row["id"] for row in workflow_rows if matches(query, row, NOW_MS))
-    condition = workflow_query_condition(query, QueryContext(NOW_MS, TIMING))
-    found = sorted(Workflow.objects.filter(condition).values_list("workflow_id", flat=True))
+def test_the_listing_selects_what_the_reference_selects(
+    world: Any, listing: str, query: Query
+) -> None:
+    which, rows, compile_query = LISTINGS[listing]
+    wanted = sorted(row["id"] for row in world[which] if matches(query, row, NOW_MS))
+    condition = compile_query(query, QueryContext(NOW_MS, TIMING))
+    found = sorted(rows.filter(condition).values_list("workflow_id", flat=True))
     assert found == wanted, format_query(query)
 
 
