@@ -1,4 +1,5 @@
-"""Reading a JSON request body by the structure rule: bounded in size and in depth.
+"""Reading a request: a JSON body by the structure rule, bounded in size and in depth; a
+query string whose parameters each appear once.
 
 Python's JSON decoder recurses once per level, so a body nested a thousand levels deep
 would fail with a RecursionError (or pass it on to whatever reads the value next). The
@@ -17,6 +18,7 @@ from typing import Any
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
 from django.http import HttpRequest
+from django.utils.datastructures import MultiValueDict
 from ninja.errors import HttpError
 from ninja.parser import Parser
 
@@ -56,6 +58,17 @@ class JsonBodyParser(Parser):
         if data is not None and not isinstance(data, dict):
             raise BodyRuleError(422, "the request body must be a JSON object")
         return data
+
+    def parse_querydict(
+        self, data: MultiValueDict, list_fields: list[str], request: HttpRequest
+    ) -> dict[str, Any]:
+        # Ninja keeps the last of a repeated parameter that is not a list, so `?engine=a&
+        # engine=b` would quietly mean engine=b; refuse it, as any other input the schema
+        # does not describe.
+        for key, values in data.lists():
+            if key not in list_fields and len(values) > 1:
+                raise HttpError(422, f"{key} is given {len(values)} times; give it once")
+        return super().parse_querydict(data, list_fields, request)
 
 
 def body_rule_refusal(error: HttpError) -> BodyRuleError | None:

@@ -82,3 +82,27 @@ def test_a_json_boolean_is_not_an_epoch_the_caller_saw(operator_client, action, 
     )
     assert response.status_code == 422, response.content
     assert Workflow.objects.get(workflow_id="wf-bool").status == "running"
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        "/redrives?engine=engine-1&engine=engine-2",
+        "/claims?prefix=a&prefix=b",
+        "/claims?limit=1&limit=2",
+        "/engines?status=active&status=dead",
+    ],
+)
+def test_a_query_parameter_given_twice_is_refused(operator_client, query):
+    """Ninja kept the last of a repeated parameter, so a filter the caller gave first was
+    quietly dropped and a list answered for another engine than the one asked about."""
+    response = operator_client.get(url(query))
+
+    assert response.status_code == 422
+    assert response.json()["detail"].endswith("is given 2 times; give it once")
+
+
+def test_each_query_parameter_once_is_answered(operator_client):
+    response = operator_client.get(url("/claims?prefix=a&limit=1"))
+
+    assert response.status_code == 200
