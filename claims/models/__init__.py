@@ -5,6 +5,7 @@ Every model and enum is re-exported here: Django finds the app's models in
 ``claims.models``, and the code imports them from it.
 """
 
+from .audit import AuditEntry, AuditSubject
 from .backfills import ACTIVE_BACKFILL_STATUSES, BackfillJob, BackfillStatus
 from .claims import (
     ClaimEvent,
@@ -48,6 +49,8 @@ __all__ = [
     "WORKFLOW_ID_MAX_LENGTH",
     "ApiToken",
     "ApiTokenScope",
+    "AuditEntry",
+    "AuditSubject",
     "BackfillJob",
     "BackfillStatus",
     "ClaimCounter",
