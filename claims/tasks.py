@@ -122,3 +122,32 @@ def fleet_snapshot() -> None:
 
     now_ms, timing = fleet_now()
     fleet_snapshot_take(now_ms=now_ms, timing=timing)
+
+
+@shared_task(name="claims.adopt_many", ignore_result=True)
+def adopt_many(claims: list[tuple[str, int]]) -> int:
+    """Sent to one engine's queue for each chunk of a bulk takeover to it: the claims it was
+    granted, adopted one by one; returns how many it adopted."""
+    from claims.engine.worker import local_engine
+
+    engine = local_engine()
+    if engine is None:
+        return 0
+    return sum(engine.adopt(str(wid), int(epoch)) == "adopted" for wid, epoch in claims)
+
+
+@shared_task(name="claims.bulk_run", acks_late=True, ignore_result=True)
+def bulk_run(job_id: int) -> str:
+    """Run or resume one bulk job; idempotent, so a redelivery is harmless."""
+    from claims.bulk import bulk_run as run_job
+
+    return run_job(int(job_id)).status
+
+
+@shared_task(name="claims.bulk_run_due", ignore_result=True)
+def bulk_run_due() -> str | None:
+    """Beat: start a queued bulk job, or resume one whose runner died."""
+    from claims.bulk import bulk_run_due as run_due
+
+    job = run_due()
+    return None if job is None else job.status

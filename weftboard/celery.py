@@ -41,6 +41,8 @@ def schedule_passes(sender: Celery, **kwargs: Any) -> None:
         # Starts scheduled backfills when due and resumes one whose runner died; a live
         # runner holds the backfill lease, so this returns at once while one is working.
         "backfill-run-due": _every(BACKFILL_POLL_S, "claims.backfill_run_due"),
+        # The same for bulk jobs: a job whose runner died resumes from its cursor.
+        "bulk-run-due": _every(BACKFILL_POLL_S, "claims.bulk_run_due"),
     }
     from django.conf import settings
 

@@ -204,6 +204,8 @@ WEFTBOARD_READ_TIMEOUT_MS = env_milliseconds("WEFTBOARD_READ_TIMEOUT_MS", 5_000)
 WEFTBOARD_SEARCH_TIMEOUT_MS = env_milliseconds("WEFTBOARD_SEARCH_TIMEOUT_MS", 250)
 # The same for one listing under a query (claims.query).
 WEFTBOARD_QUERY_TIMEOUT_MS = env_milliseconds("WEFTBOARD_QUERY_TIMEOUT_MS", 1_000)
+# The most workflows one bulk job may act on; a query selecting more is refused.
+WEFTBOARD_BULK_MAX_ITEMS = env_int("WEFTBOARD_BULK_MAX_ITEMS", 1_000_000)
 
 # Fewer active, non-silent engines than this is a red alert on every page and on /metrics.
 WEFTBOARD_MIN_ENGINES = env_int("WEFTBOARD_MIN_ENGINES", 1)

@@ -7,6 +7,16 @@ Every model and enum is re-exported here: Django finds the app's models in
 
 from .audit import AuditEntry, AuditSubject
 from .backfills import ACTIVE_BACKFILL_STATUSES, BackfillJob, BackfillStatus
+from .bulk import (
+    FINISHED_BULK_STATUSES,
+    RUNNABLE_BULK_STATUSES,
+    BulkAction,
+    BulkItemOutcome,
+    BulkJob,
+    BulkJobItem,
+    BulkJobStatus,
+    BulkList,
+)
 from .claims import (
     ClaimEvent,
     ClaimEventKind,
@@ -45,6 +55,8 @@ from .workflows import (
 __all__ = [
     "ACTIVE_BACKFILL_STATUSES",
     "ENGINE_ID_MAX_LENGTH",
+    "FINISHED_BULK_STATUSES",
+    "RUNNABLE_BULK_STATUSES",
     "TERMINAL_STATUSES",
     "WORKFLOW_ID_MAX_LENGTH",
     "ApiToken",
@@ -53,6 +65,12 @@ __all__ = [
     "AuditSubject",
     "BackfillJob",
     "BackfillStatus",
+    "BulkAction",
+    "BulkItemOutcome",
+    "BulkJob",
+    "BulkJobItem",
+    "BulkJobStatus",
+    "BulkList",
     "ClaimCounter",
     "ClaimEvent",
     "ClaimEventKind",

@@ -154,9 +154,16 @@ class ClaimEvent(models.Model):
     actor = models.CharField(max_length=150, null=True, blank=True)
     reason = models.TextField(blank=True)
     at_ms = models.BigIntegerField()
+    # The bulk job (claims.models.BulkJob) that made this transition, if one did.
+    bulk_job_id = models.BigIntegerField(null=True, blank=True)
 
     class Meta:
         indexes = [
+            models.Index(
+                fields=["bulk_job_id", "id"],
+                condition=Q(bulk_job_id__isnull=False),
+                name="claim_event_bulk_job_idx",
+            ),
             models.Index(fields=["workflow_id", "id"], name="claim_event_workflow_idx"),
             models.Index(fields=["at_ms"], name="claim_event_at_idx"),
             # An engine's recent events (its page), newest first, read along one engine's

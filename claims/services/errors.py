@@ -54,3 +54,25 @@ class BackfillInThePastError(ClaimConfigError):
 
     def __init__(self, run_at: str) -> None:
         super().__init__(f"run_at {run_at} is in the past; leave it out to start the backfill now")
+
+
+class BulkCountChangedError(ConflictError):
+    """The query selects another number of workflows than the operator previewed: asked
+    again (a 409 with both numbers) unless the caller accepts the change."""
+
+    def __init__(self, previewed: int, frozen: int) -> None:
+        super().__init__(
+            f"the query selected {previewed:,} workflows when previewed and {frozen:,} now;"
+            " preview again, or confirm the new count"
+        )
+        self.previewed = previewed
+        self.frozen = frozen
+
+
+class BulkJobStateError(ConflictError):
+    """A pause, resume or abort the job's status rules out (a 409)."""
+
+    def __init__(self, job_id: int, status: str, action: str) -> None:
+        super().__init__(f"bulk job #{job_id} is {status}: it cannot be {action}")
+        self.job_id = job_id
+        self.status = status

@@ -1,0 +1,264 @@
+"""One chunk of a bulk job: a few hundred items judged and acted on in one transaction.
+
+The chunk locks the claim rows of its items, then their workflow rows (the order every
+fenced write takes), with SKIP LOCKED: a row an engine is writing right now is left
+pending for a later sweep instead of waited on, so the job never waits inside a lock an
+engine needs and the two cannot deadlock. Each locked item is judged against its frozen
+epoch: ``moved`` if its claim has left it, ``refused`` if the action's rules refuse it,
+else acted on by one set-based UPDATE per target engine (every row is locked and its epoch
+checked, so each statement changes exactly the rows judged), with one claim event per
+item naming the job. A crash rolls the whole chunk back, its items still pending.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.db import IntegrityError, transaction
+from django.db.models import BooleanField, ExpressionWrapper, F
+
+from claims.models import (
+    BulkAction,
+    BulkItemOutcome,
+    BulkJob,
+    BulkJobItem,
+    ClaimEvent,
+    Workflow,
+    WorkflowClaim,
+    WorkflowVisibility,
+)
+from claims.models.claims import HOLDER_PRESENT
+from claims.protocol.timing import ClaimTiming
+
+from .actions import ACTION_RULES, refusal
+from .targets import Target, Targets
+
+ITEM_RESULT_FIELDS = ["outcome", "epoch_after", "detail", "acted_at_ms"]
+
+
+@dataclass
+class ChunkResult:
+    done: int = 0
+    moved: int = 0
+    refused: int = 0
+    skipped: int = 0  # locked by another writer: still pending, for a later sweep
+    adopt: dict[str, list[tuple[str, int]]] = field(default_factory=dict)  # queue -> claims
+
+
+@dataclass(frozen=True)
+class _Claim:
+    epoch: int
+    held: bool
+
+
+@dataclass(frozen=True)
+class _Workflow:
+    status: str
+    workflow_type: str
+
+
+def act_on_chunk(
+    job: BulkJob, items: Sequence[BulkJobItem], *, now_ms: int, timing: ClaimTiming
+) -> ChunkResult:
+    """Judge and act on ``items``; the caller holds the transaction and saves the job."""
+    ids = [item.workflow_id for item in items]
+    claims, claims_busy = _lock_claims(ids)
+    workflows, workflows_busy = _lock_workflows(ids)
+    targets = (
+        Targets(job.target_engine_id, now_ms=now_ms, timing=timing)
+        if job.action == BulkAction.TAKEOVER
+        else None
+    )
+    result = ChunkResult()
+    acting: dict[Target | None, list[BulkJobItem]] = defaultdict(list)
+    for item in items:
+        if item.workflow_id in claims_busy or item.workflow_id in workflows_busy:
+            result.skipped += 1
+            continue
+        claim = claims.get(item.workflow_id)
+        epoch = 0 if claim is None else claim.epoch
+        if epoch != item.frozen_epoch:
+            _judge(item, BulkItemOutcome.MOVED, now_ms, f"at epoch {epoch} now")
+            continue
+        workflow = workflows.get(item.workflow_id)
+        held = claim is not None and claim.held
+        rule = refusal(job.action, None if workflow is None else workflow.status, held)
+        if rule is None and targets is not None:
+            rule = targets.refusal
+        if rule is not None:
+            _judge(item, BulkItemOutcome.REFUSED, now_ms, rule)
+            continue
+        acting[None if targets is None else targets.next()].append(item)
+    done: list[BulkJobItem] = []
+    for target, group in acting.items():
+        done += _act(job, target, group, now_ms, timing, result)
+    judged = [item for item in items if item.outcome != BulkItemOutcome.PENDING]
+    BulkJobItem.objects.bulk_update(judged, ITEM_RESULT_FIELDS)
+    _move_workflows(job, done, workflows, now_ms)
+    for item in judged:
+        if item.outcome == BulkItemOutcome.DONE:
+            result.done += 1
+        elif item.outcome == BulkItemOutcome.MOVED:
+            result.moved += 1
+        else:
+            result.refused += 1
+    return result
+
+
+def _lock_claims(ids: list[str]) -> tuple[dict[str, _Claim], set[str]]:
+    """The claim rows of ``ids`` this chunk could lock, and the ids of rows another writer
+    holds (they exist, but SKIP LOCKED passed them over)."""
+    locked = {
+        workflow_id: _Claim(epoch, held)
+        for workflow_id, epoch, held in WorkflowClaim.objects.select_for_update(
+            no_key=True, skip_locked=True
+        )
+        .filter(workflow_id__in=ids)
+        .order_by("workflow_id")
+        .annotate(held=ExpressionWrapper(HOLDER_PRESENT, output_field=BooleanField()))
+        .values_list("workflow_id", "epoch", "held")
+    }
+    existing = WorkflowClaim.objects.filter(workflow_id__in=ids).values_list(
+        "workflow_id", flat=True
+    )
+    return locked, set(existing) - locked.keys()
+
+
+def _lock_workflows(ids: list[str]) -> tuple[dict[str, _Workflow], set[str]]:
+    locked = {
+        workflow_id: _Workflow(status, workflow_type)
+        for workflow_id, status, workflow_type in Workflow.objects.select_for_update(
+            skip_locked=True
+        )
+        .filter(workflow_id__in=ids)
+        .order_by("workflow_id")
+        .values_list("workflow_id", "status", "workflow_type")
+    }
+    existing = Workflow.objects.filter(workflow_id__in=ids).values_list("workflow_id", flat=True)
+    return locked, set(existing) - locked.keys()
+
+
+def _judge(item: BulkJobItem, outcome: BulkItemOutcome, now_ms: int, detail: str) -> None:
+    item.outcome = outcome
+    item.detail = detail[:200]
+    item.acted_at_ms = now_ms
+
+
+def _holder_columns(target: Target | None, now_ms: int, timing: ClaimTiming) -> dict[str, Any]:
+    """The holder a done item's claim gets: the target engine's (claims.protocol.decisions
+    new_holder's rule, at the new epoch), or none."""
+    if target is None:
+        return {
+            "holder_engine_id": None,
+            "holder_epoch": None,
+            "holder_expires_at_ms": None,
+            "holder_claimed_at_ms": None,
+            "holder_session_epoch": None,
+        }
+    session = target.session_epoch
+    return {
+        "holder_engine_id": target.engine_id,
+        "holder_epoch": F("epoch") + 1,
+        "holder_expires_at_ms": None if session is not None else now_ms + timing.ttl_ms,
+        "holder_claimed_at_ms": now_ms,
+        "holder_session_epoch": session,
+    }
+
+
+def _act(
+    job: BulkJob,
+    target: Target | None,
+    items: list[BulkJobItem],
+    now_ms: int,
+    timing: ClaimTiming,
+    result: ChunkResult,
+) -> list[BulkJobItem]:
+    """Move each item's claim to its next epoch (with the target as holder, or none) and
+    write its event; returns the items done."""
+    holder = _holder_columns(target, now_ms, timing)
+    rows = [item for item in items if item.frozen_epoch > 0]
+    done = list(rows)
+    if rows:
+        # Every row is locked and was read at its frozen epoch: the epoch term is the
+        # compare-and-swap all the same, and a count short of the rows undoes the chunk.
+        changed = WorkflowClaim.objects.filter(
+            workflow_id__in=[item.workflow_id for item in rows],
+            epoch__in={item.frozen_epoch for item in rows},
+        ).update(epoch=F("epoch") + 1, **holder)
+        if changed != len(rows):
+            raise RuntimeError(f"bulk job #{job.pk}: {changed} of {len(rows)} claims changed")
+    for item in items:
+        if item.frozen_epoch == 0 and _insert_claim(item, holder):
+            done.append(item)
+        elif item.frozen_epoch == 0:
+            _judge(item, BulkItemOutcome.MOVED, now_ms, "claimed since")
+    engine_id = None if target is None else target.engine_id
+    for item in done:
+        item.outcome = BulkItemOutcome.DONE
+        item.epoch_after = item.frozen_epoch + 1
+        item.acted_at_ms = now_ms
+        item.detail = "" if engine_id is None else f"to {engine_id}"[:200]
+    ClaimEvent.objects.bulk_create(
+        ClaimEvent(
+            workflow_id=item.workflow_id,
+            kind=ACTION_RULES[job.action].event_kind,
+            epoch_before=item.frozen_epoch or None,
+            epoch_after=item.epoch_after,
+            engine_id=engine_id,
+            actor=job.requested_by,
+            reason=job.reason,
+            at_ms=now_ms,
+            bulk_job_id=job.pk,
+        )
+        for item in done
+    )
+    if target is not None and target.queue is not None and done:
+        result.adopt.setdefault(target.queue, []).extend(
+            (item.workflow_id, item.frozen_epoch + 1) for item in done
+        )
+    return done
+
+
+def _insert_claim(item: BulkJobItem, holder: dict[str, Any]) -> bool:
+    """A workflow never claimed gets its first claim row at epoch 1; False when one was
+    inserted since the chunk looked (an engine claimed it: the item moved)."""
+    values = {key: (1 if key == "holder_epoch" else value) for key, value in holder.items()}
+    if values["holder_engine_id"] is None:
+        values["holder_epoch"] = None
+    try:
+        with transaction.atomic():
+            WorkflowClaim.objects.create(workflow_id=item.workflow_id, epoch=1, **values)
+    except IntegrityError:
+        return False
+    return True
+
+
+def _move_workflows(
+    job: BulkJob, done: list[BulkJobItem], workflows: dict[str, _Workflow], now_ms: int
+) -> None:
+    """Cancel, suspend and resume move each done workflow to the action's status, and its
+    visibility row with it (claims.store.workflows.workflow_index, set-based)."""
+    status = ACTION_RULES[job.action].new_status
+    if status is None or not done:
+        return
+    ids = [item.workflow_id for item in done]
+    Workflow.objects.filter(workflow_id__in=ids).update(status=status, updated_at_ms=now_ms)
+    indexed = set(
+        WorkflowVisibility.objects.filter(workflow_id__in=ids).values_list("workflow_id", flat=True)
+    )
+    WorkflowVisibility.objects.filter(workflow_id__in=indexed).update(
+        status=status, updated_at_ms=now_ms
+    )
+    WorkflowVisibility.objects.bulk_create(
+        WorkflowVisibility(
+            workflow_id=workflow_id,
+            status=status,
+            workflow_type=workflows[workflow_id].workflow_type,
+            updated_at_ms=now_ms,
+        )
+        for workflow_id in ids
+        if workflow_id not in indexed
+    )
