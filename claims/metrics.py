@@ -211,6 +211,27 @@ def _engine_floor_families(fleet: FleetMetrics) -> Iterator[Metric]:
     )
 
 
+def _bulk_families(fleet: FleetMetrics) -> Iterator[Metric]:
+    """Bulk job items by action and outcome, every pair present; jobs by status."""
+    from claims.models import BulkAction, BulkJobStatus
+
+    items = CounterMetricFamily(
+        "weftboard_bulk_items",
+        "Items of bulk jobs acted on, by action and outcome (done: moved on from its frozen"
+        " epoch; moved: its claim had moved since the freeze; refused: by the action's rules)",
+        labels=["action", "outcome"],
+    )
+    for action in BulkAction.values:
+        for outcome in ("done", "moved", "refused"):
+            items.add_metric([action, outcome], fleet.bulk_items.get((action, outcome), 0))
+    yield items
+    yield _by_label(
+        GaugeMetricFamily("weftboard_bulk_jobs", "Bulk jobs by status", labels=["status"]),
+        BulkJobStatus.values,
+        fleet.bulk_jobs_by_status,
+    )
+
+
 def _fleet_families(fleet: FleetMetrics) -> Iterator[Metric]:
     yield from _claim_families(fleet)
     yield from _engine_families(fleet)
@@ -224,6 +245,7 @@ def _fleet_families(fleet: FleetMetrics) -> Iterator[Metric]:
         fleet.pass_summaries,
     )
     yield _backfill_progress(fleet)
+    yield from _bulk_families(fleet)
 
 
 class FleetCollector(Collector):

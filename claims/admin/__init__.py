@@ -118,6 +118,34 @@ class BackfillJobAdmin(BackfillJobAdminBase, ReadOnlyAdmin):
     """Jobs are read-only rows; scheduling and cancelling go through claims.services.backfills."""
 
 
+@admin.register(models.BulkJob)
+class BulkJobAdmin(ReadOnlyAdmin):
+    """Jobs are read-only rows: they are created, paused, resumed and aborted through
+    claims.services.bulk (the pages and the API), which check permissions and audit."""
+
+    list_display = [
+        "id",
+        "action",
+        "list_name",
+        "status",
+        "frozen_count",
+        "done_count",
+        "moved_count",
+        "refused_count",
+        "requested_by",
+        "created_at_ms",
+    ]
+    list_filter = ["status", "action"]
+    search_fields = ["query", "requested_by", "reason"]
+
+
+@admin.register(models.BulkJobItem)
+class BulkJobItemAdmin(LargeTableAdmin):
+    list_display = ["job", "workflow_id", "frozen_epoch", "outcome", "epoch_after", "detail"]
+    list_filter = ["outcome"]
+    search_fields = ["workflow_id"]
+
+
 class ApiTokenForm(forms.ModelForm):
     """The token's name follows the one input rule for identifiers (claims.protocol.text)."""
 

@@ -97,6 +97,14 @@ FLEET_SERIES = {
         set(),
         "Progress of the running visibility backfill (0 to 1); absent when none runs",
     ),
+    # Bulk operations (docs/design.md §7).
+    "weftboard_bulk_items": (
+        "counter",
+        {"action", "outcome"},
+        "Items of bulk jobs acted on, by action and outcome (done: moved on from its frozen"
+        " epoch; moved: its claim had moved since the freeze; refused: by the action's rules)",
+    ),
+    "weftboard_bulk_jobs": ("gauge", {"status"}, "Bulk jobs by status"),
     # The fleet's floor of live engines (WEFTBOARD_MIN_ENGINES), added by the engines work.
     "weftboard_engines_live": (
         "gauge",
@@ -231,7 +239,7 @@ def test_fleet_metrics_is_a_fixed_number_of_queries(django_assert_max_num_querie
     now_ms, timing = fleet_now()
     for index in range(30):
         engine(f"e{index}", held=index)
-    with django_assert_max_num_queries(6):
+    with django_assert_max_num_queries(7):
         fleet = fleet_metrics(now_ms=now_ms, timing=timing)
     assert len(fleet.held_by_live_engine) == 30
 
