@@ -7,10 +7,21 @@ from typing import Any
 
 from .report import Section, Target
 
-PARTS = ("renew", "reclaim", "failover", "micro", "pages", "sessions", "fleet", "pages-1m")
-# "fleet" and "pages-1m" seed 1,000,000 workflows twice (minutes each): run with --large, or
-# ask for them by name.
-LARGE_PARTS = ("fleet", "pages-1m")
+PARTS = (
+    "renew",
+    "reclaim",
+    "failover",
+    "micro",
+    "pages",
+    "sessions",
+    "bulk",
+    "fleet",
+    "pages-1m",
+    "bulk-1m",
+)
+# "fleet", "pages-1m" and "bulk-1m" seed 1,000,000 workflows (minutes each): run with
+# --large, or ask for them by name.
+LARGE_PARTS = ("fleet", "pages-1m", "bulk-1m")
 DEFAULT_PARTS = tuple(part for part in PARTS if part not in LARGE_PARTS)
 # PostgreSQL alone: what they measure (WAL) SQLite does not have.
 POSTGRESQL_PARTS = ("fleet",)
@@ -28,6 +39,7 @@ def run_parts(
     """Run the chosen parts in order, printing each table as it is ready; return every
     part's figures by key, and the targets."""
     from . import (
+        bulk,
         failover,
         fleet_scale,
         micro,
@@ -65,10 +77,14 @@ def run_parts(
         payload["pages_sessions"] = show(pages.run(binding=binding, sessions=True))
     if "pages" in parts:
         payload["pages"] = show(pages.run(binding=binding))
+    if "bulk" in parts:
+        payload["bulk"] = show(bulk.run(binding=binding))
     if "fleet" in parts:
         payload["fleet"] = show(fleet_scale.run(binding=binding))
     if "pages-1m" in parts:
         for sessions in (False, True):
             key = "pages_1m_sessions" if sessions else "pages_1m"
             payload[key] = show(pages.run(binding=binding, sessions=sessions, parked=PAGES_PARKED))
+    if "bulk-1m" in parts:
+        payload["bulk_1m"] = show(bulk.run_million(binding=binding))
     return payload, targets

@@ -70,6 +70,17 @@ SIZES: dict[str, dict[str, Any]] = {
         "REDRIVES": 4,
     },
     "benchmarks.pages_endpoints": {"UNBOUNDED_REPS": 1},
+    "benchmarks.bulk": {
+        "RELEASED": 300,
+        "ENGINES": 2,
+        "ENGINE_CLAIMS": 50,
+        "REPS": 1,
+        "RENEW_ROUNDS": 2,
+        "BASELINE_BATCHES": (50, 300),
+        "MILLION": 600,
+        "MILLION_ENGINES": 8,
+        "PREVIEW_REPS": 1,
+    },
     "benchmarks.pages": {"WARMUP": 0, "REPS": 1, "SNAPSHOT_REPS": 1},
 }
 

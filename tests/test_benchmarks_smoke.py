@@ -330,6 +330,18 @@ def _pages_1m(payload: dict[str, Any]) -> None:
     assert Workflow.objects.filter(workflow_id__startswith="wf-p", status="running").count() == 300
 
 
+def _bulk(payload: dict[str, Any]) -> None:
+    bulk = payload["bulk"]
+    assert bulk["released"] == 300
+    assert set(bulk["baselines"]) == {"50", "300"}
+    assert bulk["renew_beside"]["samples_ms"]
+
+
+def _bulk_1m(payload: dict[str, Any]) -> None:
+    assert payload["bulk_1m"]["freeze_ms"] > 0
+    assert len(payload["bulk_1m"]["preview"]["samples_ms"]) == 1
+
+
 CHECKS: dict[str, Callable[[dict[str, Any]], None]] = {
     "renew": _renew,
     "reclaim": _reclaim,
@@ -339,6 +351,8 @@ CHECKS: dict[str, Callable[[dict[str, Any]], None]] = {
     "sessions": _sessions,
     "fleet": _fleet,
     "pages-1m": _pages_1m,
+    "bulk": _bulk,
+    "bulk-1m": _bulk_1m,
 }
 
 

@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import csv
-from collections.abc import Iterator
-
-from django.http import HttpResponse, HttpResponseBase, StreamingHttpResponse
+from django.http import HttpResponse, HttpResponseBase
 from django.views.decorators.http import require_GET
 
 from claims.fleet_clock import fleet_now
+from claims.http.csv_export import csv_download
 from claims.http.htmx import HtmxHttpRequest
 from claims.models import ClaimEventKind
 from claims.selectors.audit import CSV_HEADER, CSV_MAX_ROWS, AuditFilters, audit_page, audit_rows
@@ -22,24 +20,6 @@ from .inputs import (
     utc_range_ms,
 )
 from .pages import operator_page, render_page
-
-# A spreadsheet reads a cell that starts with one of these as a formula (OWASP's list).
-FORMULA_LEADS = ("=", "+", "-", "@", "\t", "\r")
-
-
-def csv_cell(value: object) -> object:
-    """A value as a cell no spreadsheet runs: text that could start a formula gets a
-    leading apostrophe, which spreadsheets show as plain text."""
-    if isinstance(value, str) and value.startswith(FORMULA_LEADS):
-        return "'" + value
-    return value
-
-
-class _Echo:
-    """csv.writer writes into this and gets the line back, so rows stream one by one."""
-
-    def write(self, value: str) -> str:
-        return value
 
 
 def _filters(request: HtmxHttpRequest) -> AuditFilters:
@@ -56,26 +36,13 @@ def _filters(request: HtmxHttpRequest) -> AuditFilters:
     )
 
 
-def _csv(filters: AuditFilters) -> StreamingHttpResponse:
-    writer = csv.writer(_Echo())
-
-    def lines() -> Iterator[str]:
-        yield writer.writerow(CSV_HEADER)
-        for row in audit_rows(filters):
-            yield writer.writerow([csv_cell(value) for value in row])
-
-    response = StreamingHttpResponse(lines(), content_type="text/csv; charset=utf-8")
-    response["Content-Disposition"] = 'attachment; filename="weftboard-audit.csv"'
-    return response
-
-
 @require_GET
 @operator_page
 def audit(request: HtmxHttpRequest) -> HttpResponseBase:
     """Newest first, keyset on the event id; ``?format=csv`` streams every match instead."""
     filters = _filters(request)
     if request.GET.get("format") == "csv":
-        return _csv(filters)
+        return csv_download(CSV_HEADER, audit_rows(filters), "weftboard-audit.csv")
     cursor = optional_positive_int(request.GET, "cursor", what="cursor")
     now, _ = fleet_now()
     context = {

@@ -375,6 +375,8 @@ ADMIN_MODELS: dict[str, tuple[str, str]] = {
     "claims/reclaimcursor": (READ_ONLY_ROWS, "cursor_pk"),
     "claims/claimevent": (READ_ONLY_ROWS, "event_pk"),
     "claims/backfilljob": (READ_ONLY_ROWS, "job"),
+    "claims/bulkjob": (READ_ONLY_ROWS, "bulk_job_pk"),
+    "claims/bulkjobitem": (READ_ONLY_ROWS, "bulk_item_pk"),
     "claims/apitoken": (MANAGED, "token_pk"),
     "auth/user": (MANAGED, "victim"),
     "auth/group": (MANAGED, "group_pk"),
@@ -441,6 +443,8 @@ def scene(django_user_model: Any) -> dict[str, Any]:
     from django.contrib.contenttypes.models import ContentType
 
     from claims.models import (
+        BulkJob,
+        BulkJobItem,
         ClaimCounter,
         OwnershipModeMarker,
         PendingRedrive,
@@ -478,6 +482,16 @@ def scene(django_user_model: Any) -> dict[str, Any]:
         holder_claimed_at_ms=now - 1_000,
     )
     job = BackfillJob.objects.create(status="scheduled", run_at="2030-01-01T00:00:00Z")
+    bulk_job = BulkJob.objects.create(
+        list_name="claims",
+        query='engine = "e-1"',
+        action="release",
+        reason="scene",
+        created_at_ms=now,
+        status="done",
+        frozen_count=1,
+    )
+    bulk_item = BulkJobItem.objects.create(job=bulk_job, workflow_id=WF, frozen_epoch=3)
     victim = django_user_model.objects.create_user("victim")
     token_owner = django_user_model.objects.get(username="operator")
     api_token_mint(ApiToken(name="kept", user=token_owner, scope="read"))
@@ -487,6 +501,8 @@ def scene(django_user_model: Any) -> dict[str, Any]:
         "claim_pk": claim.pk,
         "engine_pk": Engine.objects.get(engine_id="e-1").pk,
         "job": job.pk,
+        "bulk_job_pk": bulk_job.pk,
+        "bulk_item_pk": bulk_item.pk,
         "victim": victim.pk,
         "group_pk": Group.objects.create(name="on-call").pk,
         "token_pk": ApiToken.objects.get(name="kept").pk,

@@ -47,7 +47,8 @@ def _rows() -> dict[str, list[Any]]:
         "visibility": table(WorkflowVisibility, "workflow_id", "id"),
         # The session column is null in the workflow-lease mode the demo fleet runs.
         "claims": table(WorkflowClaim, "workflow_id", "holder_session_epoch"),
-        "events": table(ClaimEvent, "id", "id"),
+        # bulk_job_id: a column added after the digest was pinned; the seed runs no job.
+        "events": table(ClaimEvent, "id", "id", "bulk_job_id"),
         "engines": table(
             Engine,
             "engine_id",
