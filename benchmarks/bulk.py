@@ -101,7 +101,9 @@ def _restore(now_ms: int) -> None:
 
 
 def _create() -> BulkJob:
-    return bulk_job_create(BulkRequest("claims", QUERY, "release", "benchmark"), actor="bench")
+    return bulk_job_create(
+        BulkRequest("claims", QUERY, "release", "benchmark", expected_count=RELEASED), actor="bench"
+    )
 
 
 def _job(hooks: BulkHooks) -> int:
@@ -307,7 +309,8 @@ def run_million(*, binding: bool) -> tuple[dict[str, Any], Section, list[Target]
         raise RuntimeError(f"the preview counted {preview.count}, not {expected}")
     freeze_ms, job = timed_ms(
         lambda: bulk_job_create(
-            BulkRequest("claims", "epoch >= 1", "release", "benchmark"), actor="bench"
+            BulkRequest("claims", "epoch >= 1", "release", "benchmark", expected_count=MILLION),
+            actor="bench",
         )
     )
     if job.frozen_count != MILLION:

@@ -94,6 +94,11 @@ def bulk_job_create(request: BulkRequest, *, actor: str | None) -> BulkJob:
         if frozen == 0:
             raise InvalidInputError("the query selects no workflows: there is nothing to do")
         expected = request.expected_count
+        if expected is None and frozen > TYPED_CONFIRMATION_ABOVE:
+            raise InvalidInputError(
+                f"the query selects {frozen:,} workflows: above {TYPED_CONFIRMATION_ABOVE}"
+                " a job is confirmed with the count previewed (expected_count)"
+            )
         if expected is not None and expected != frozen and not request.accept_count_change:
             raise BulkCountChangedError(expected, frozen)
         job.frozen_count = frozen

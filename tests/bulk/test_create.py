@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+import claims.services.bulk as bulk_services
 from claims.models import AuditEntry, BulkJob, BulkJobItem, WorkflowClaim
 from claims.protocol.errors import ClaimConfigError, InvalidInputError
 from claims.query import QueryError
@@ -120,6 +121,20 @@ def test_more_than_the_most_one_job_may_hold_is_refused(settings):
         bulk_job_create(request(), actor="alice")
 
     assert not BulkJobItem.objects.exists()
+
+
+def test_above_the_typed_confirmation_a_job_needs_the_previewed_count(monkeypatch, sent_runs):
+    make_fleet(4)
+    monkeypatch.setattr(bulk_services, "TYPED_CONFIRMATION_ABOVE", 3)
+
+    with pytest.raises(InvalidInputError, match="selects 4 workflows: above 3"):
+        bulk_job_create(request(), actor="alice")
+    assert not BulkJob.objects.exists()
+    assert sent_runs == []
+
+    job = bulk_job_create(request(expected_count=4), actor="alice")
+
+    assert job.frozen_count == 4
 
 
 def test_read_only_refuses_a_job(settings):

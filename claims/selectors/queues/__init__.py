@@ -1,1 +1,2 @@
-"""Reads of the work waiting on the fleet: pending re-drives and visibility backfills."""
+"""Reads of the work waiting on the fleet: pending re-drives, visibility backfills and bulk
+jobs."""
