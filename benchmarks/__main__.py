@@ -21,6 +21,10 @@ Parts (``--only``, comma-separated; all by default):
             in both ownership modes (with --large, or by name)
   pages-1m  the pages part over 1,000,000 claims (900,000 more parked, held live), in both
             ownership modes (with --large, or by name)
+  bulk      a bulk job releasing 100,000 claims by query against a batched compare-and-swap
+            UPDATE of the same rows, and 10 engines' renew passes beside the job
+  bulk-1m   a bulk job's freeze of 1,000,000 items and an indexed query's preview at
+            1,000,000 claims (with --large, or by name)
 
 Options:
   --large    renew also 100,000 claims; reclaim at scale over 100,000 and 1,000,000

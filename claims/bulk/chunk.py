@@ -18,7 +18,17 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from django.db import IntegrityError, transaction
-from django.db.models import BooleanField, ExpressionWrapper, F
+from django.db.models import (
+    BigIntegerField,
+    BooleanField,
+    CharField,
+    ExpressionWrapper,
+    F,
+    OuterRef,
+    Subquery,
+    Value,
+)
+from django.db.models.functions import NullIf
 
 from claims.models import (
     BulkAction,
@@ -34,9 +44,8 @@ from claims.models.claims import HOLDER_PRESENT
 from claims.protocol.timing import ClaimTiming
 
 from .actions import ACTION_RULES, refusal
+from .insert_select import insert_select
 from .targets import Target, Targets
-
-ITEM_RESULT_FIELDS = ["outcome", "epoch_after", "detail", "acted_at_ms"]
 
 
 @dataclass
@@ -52,12 +61,13 @@ class ChunkResult:
 class _Claim:
     epoch: int
     held: bool
+    workflow_status: str | None  # None: the workflow row is gone
 
 
 @dataclass(frozen=True)
 class _Workflow:
     status: str
-    workflow_type: str
+    workflow_type: str | None  # read where the job moves the workflow's status (its index row)
 
 
 def act_on_chunk(
@@ -66,7 +76,12 @@ def act_on_chunk(
     """Judge and act on ``items``; the caller holds the transaction and saves the job."""
     ids = [item.workflow_id for item in items]
     claims, claims_busy = _lock_claims(ids)
-    workflows, workflows_busy = _lock_workflows(ids)
+    if ACTION_RULES[job.action].new_status is not None:
+        workflows, workflows_busy = _lock_workflows(ids)
+    else:
+        # Release and takeover write the claim alone: its lock keeps the workflow's status
+        # still (every write of a held workflow's status takes the claim's lock first).
+        workflows, workflows_busy = _read_workflows(ids, claims), set()
     targets = (
         Targets(job.target_engine_id, now_ms=now_ms, timing=timing)
         if job.action == BulkAction.TAKEOVER
@@ -95,36 +110,76 @@ def act_on_chunk(
     done: list[BulkJobItem] = []
     for target, group in acting.items():
         done += _act(job, target, group, now_ms, timing, result)
-    judged = [item for item in items if item.outcome != BulkItemOutcome.PENDING]
-    BulkJobItem.objects.bulk_update(judged, ITEM_RESULT_FIELDS)
+    _save_outcomes(
+        [item for item in items if item.outcome in (BulkItemOutcome.MOVED, BulkItemOutcome.REFUSED)]
+    )
     _move_workflows(job, done, workflows, now_ms)
-    for item in judged:
+    for item in items:
         if item.outcome == BulkItemOutcome.DONE:
             result.done += 1
         elif item.outcome == BulkItemOutcome.MOVED:
             result.moved += 1
-        else:
+        elif item.outcome == BulkItemOutcome.REFUSED:
             result.refused += 1
     return result
 
 
+def _save_outcomes(judged: list[BulkJobItem]) -> None:
+    """One UPDATE per distinct (outcome, detail) of the chunk: a handful of set-based
+    statements instead of a row each (a done item's new epoch is its frozen one plus one)."""
+    groups: dict[tuple[str, str, int | None], list[int]] = defaultdict(list)
+    for item in judged:
+        assert item.acted_at_ms is not None
+        groups[(item.outcome, item.detail, item.acted_at_ms)].append(item.id)
+    for (outcome, detail, acted_at_ms), ids in groups.items():
+        epoch_after = F("frozen_epoch") + 1 if outcome == BulkItemOutcome.DONE else None
+        BulkJobItem.objects.filter(id__in=ids).update(
+            outcome=outcome, detail=detail, acted_at_ms=acted_at_ms, epoch_after=epoch_after
+        )
+
+
 def _lock_claims(ids: list[str]) -> tuple[dict[str, _Claim], set[str]]:
-    """The claim rows of ``ids`` this chunk could lock, and the ids of rows another writer
-    holds (they exist, but SKIP LOCKED passed them over)."""
+    """The claim rows of ``ids`` this chunk could lock, with their workflow's status, and
+    the ids of rows another writer holds (they exist, but SKIP LOCKED passed them over)."""
+    status = Workflow.objects.filter(workflow_id=OuterRef("workflow_id")).values("status")
     locked = {
-        workflow_id: _Claim(epoch, held)
-        for workflow_id, epoch, held in WorkflowClaim.objects.select_for_update(
-            no_key=True, skip_locked=True
+        workflow_id: _Claim(epoch, held, status)
+        for workflow_id, epoch, held, status in WorkflowClaim.objects.select_for_update(
+            no_key=True, skip_locked=True, of=("self",)
         )
         .filter(workflow_id__in=ids)
         .order_by("workflow_id")
-        .annotate(held=ExpressionWrapper(HOLDER_PRESENT, output_field=BooleanField()))
-        .values_list("workflow_id", "epoch", "held")
+        .annotate(
+            held=ExpressionWrapper(HOLDER_PRESENT, output_field=BooleanField()),
+            workflow_status=Subquery(status[:1]),
+        )
+        .values_list("workflow_id", "epoch", "held", "workflow_status")
     }
-    existing = WorkflowClaim.objects.filter(workflow_id__in=ids).values_list(
-        "workflow_id", flat=True
-    )
-    return locked, set(existing) - locked.keys()
+    return locked, _existing(WorkflowClaim, [i for i in ids if i not in locked])
+
+
+def _existing(model: type[WorkflowClaim] | type[Workflow], ids: list[str]) -> set[str]:
+    """Which of ``ids`` (rows a lock passed over) have a row: those another writer holds."""
+    if not ids:
+        return set()
+    return set(model.objects.filter(workflow_id__in=ids).values_list("workflow_id", flat=True))
+
+
+def _read_workflows(ids: list[str], claims: dict[str, _Claim]) -> dict[str, _Workflow]:
+    """The workflows of ``ids``: read with their locked claims, and for the few without a
+    claim row (never claimed), read here."""
+    workflows = {
+        workflow_id: _Workflow(claim.workflow_status, None)
+        for workflow_id, claim in claims.items()
+        if claim.workflow_status is not None
+    }
+    unclaimed = [workflow_id for workflow_id in ids if workflow_id not in claims]
+    if unclaimed:
+        for workflow_id, status in Workflow.objects.filter(workflow_id__in=unclaimed).values_list(
+            "workflow_id", "status"
+        ):
+            workflows[workflow_id] = _Workflow(status, None)
+    return workflows
 
 
 def _lock_workflows(ids: list[str]) -> tuple[dict[str, _Workflow], set[str]]:
@@ -137,8 +192,7 @@ def _lock_workflows(ids: list[str]) -> tuple[dict[str, _Workflow], set[str]]:
         .order_by("workflow_id")
         .values_list("workflow_id", "status", "workflow_type")
     }
-    existing = Workflow.objects.filter(workflow_id__in=ids).values_list("workflow_id", flat=True)
-    return locked, set(existing) - locked.keys()
+    return locked, _existing(Workflow, [i for i in ids if i not in locked])
 
 
 def _judge(item: BulkJobItem, outcome: BulkItemOutcome, now_ms: int, detail: str) -> None:
@@ -197,29 +251,59 @@ def _act(
             _judge(item, BulkItemOutcome.MOVED, now_ms, "claimed since")
     engine_id = None if target is None else target.engine_id
     for item in done:
-        item.outcome = BulkItemOutcome.DONE
+        _judge(item, BulkItemOutcome.DONE, now_ms, "" if engine_id is None else f"to {engine_id}")
         item.epoch_after = item.frozen_epoch + 1
-        item.acted_at_ms = now_ms
-        item.detail = "" if engine_id is None else f"to {engine_id}"[:200]
-    ClaimEvent.objects.bulk_create(
-        ClaimEvent(
-            workflow_id=item.workflow_id,
-            kind=ACTION_RULES[job.action].event_kind,
-            epoch_before=item.frozen_epoch or None,
-            epoch_after=item.epoch_after,
-            engine_id=engine_id,
-            actor=job.requested_by,
-            reason=job.reason,
-            at_ms=now_ms,
-            bulk_job_id=job.pk,
-        )
-        for item in done
-    )
+    if done:
+        _save_outcomes(done)
+        _write_events(job, engine_id, [item.id for item in done], now_ms)
     if target is not None and target.queue is not None and done:
         result.adopt.setdefault(target.queue, []).extend(
             (item.workflow_id, item.frozen_epoch + 1) for item in done
         )
     return done
+
+
+def _write_events(job: BulkJob, engine_id: str | None, item_ids: list[int], now_ms: int) -> None:
+    """One claim event per done item, naming the job: copied from the items by one
+    INSERT ... SELECT, not built a row at a time."""
+    text: CharField[str, str] = CharField()
+    number: BigIntegerField[int, int] = BigIntegerField()
+    rows = (
+        BulkJobItem.objects.filter(id__in=item_ids)
+        .order_by("id")
+        .annotate(
+            event_kind=Value(ACTION_RULES[job.action].event_kind.value, output_field=text),
+            event_epoch_before=NullIf(F("frozen_epoch"), Value(0)),
+            event_engine=Value(engine_id, output_field=text),
+            event_actor=Value(job.requested_by, output_field=text),
+            event_reason=Value(job.reason, output_field=text),
+            event_at=Value(now_ms, output_field=number),
+            event_job=Value(job.pk, output_field=number),
+        )
+        .values_list(
+            "workflow_id",
+            "event_kind",
+            "event_epoch_before",
+            "epoch_after",
+            "event_engine",
+            "event_actor",
+            "event_reason",
+            "event_at",
+            "event_job",
+        )
+    )
+    names = (
+        "workflow_id",
+        "kind",
+        "epoch_before",
+        "epoch_after",
+        "engine_id",
+        "actor",
+        "reason",
+        "at_ms",
+        "bulk_job_id",
+    )
+    insert_select(ClaimEvent, names, rows)
 
 
 def _insert_claim(item: BulkJobItem, holder: dict[str, Any]) -> bool:
@@ -256,7 +340,8 @@ def _move_workflows(
         WorkflowVisibility(
             workflow_id=workflow_id,
             status=status,
-            workflow_type=workflows[workflow_id].workflow_type,
+            # Locked with its workflow row (_lock_workflows), so its type was read.
+            workflow_type=workflows[workflow_id].workflow_type or "",
             updated_at_ms=now_ms,
         )
         for workflow_id in ids

@@ -1,20 +1,17 @@
 """Freezing a job: the selected workflows and their epochs at this moment, copied into the
 job's items by one INSERT ... SELECT (one consistent read, set-based, never row by row).
 
-The SELECT is the one Django compiles for the selection (claims.bulk.selection), with its
-parameters; only the INSERT's own table and column names are written here."""
+The SELECT is the one Django compiles for the selection (claims.bulk.selection)."""
 
 from __future__ import annotations
 
-from typing import cast
-
-from django.db import connection
-from django.db.models import CharField, Field, IntegerField, Value
+from django.db.models import CharField, IntegerField, Value
 
 from claims.models import BulkItemOutcome, BulkJob, BulkJobItem
 from claims.query import Query
 from claims.selectors.query import QueryContext
 
+from .insert_select import insert_select
 from .selection import selection
 
 
@@ -30,11 +27,5 @@ def freeze_items(job: BulkJob, query: Query, ctx: QueryContext, limit: int) -> i
         )
         .values_list("bulk_job", "workflow_id", "item_epoch", "bulk_outcome", "bulk_detail")
     )[: limit + 1]
-    select_sql, params = rows.query.get_compiler(using=rows.db).as_sql()
-    quote = connection.ops.quote_name
-    meta = BulkJobItem._meta
     names = ("job", "workflow_id", "frozen_epoch", "outcome", "detail")
-    columns = ", ".join(quote(cast(Field, meta.get_field(name)).column) for name in names)
-    with connection.cursor() as cursor:
-        cursor.execute(f"INSERT INTO {quote(meta.db_table)} ({columns}) {select_sql}", params)
-        return int(cursor.rowcount)
+    return insert_select(BulkJobItem, names, rows)
