@@ -13,7 +13,7 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 
 from .fleet_under_test import Timing
-from .history import History, LedgerRow
+from .history import BulkJobRecord, History, LedgerRow
 from .nemesis import FaultRecord
 from .watch import Stretch
 
@@ -189,6 +189,41 @@ def ledger_check(history: History, records: list[FaultRecord], timing: Timing) -
     check.facts.append(f"{total} re-run(s) after an ownership change between effect and checkpoint")
     for cause, count in reruns.most_common():
         check.facts.append(f"  {count:5d}  {cause}")
+    return check
+
+
+def bulk_check(jobs: list[BulkJobRecord]) -> Check:
+    """Each bulk job's items: acted on at most once, a done item by exactly one claim event
+    of its job moving its frozen epoch up by one, and every job over by the end."""
+    check = Check(
+        "bulk",
+        "each bulk job acted on each item at most once: a done item has exactly one event of"
+        " its job, from its frozen epoch to the next; moved and refused items have none; every"
+        " job ended (done, or paused with the rows it could not lock)",
+    )
+    outcomes: Counter[str] = Counter()
+    for job in jobs:
+        if job.status not in ("done", "paused"):
+            check.violations.append(f"bulk job #{job.job_id} ended {job.status}")
+        for workflow_id, (outcome, frozen, after) in job.items.items():
+            outcomes[outcome] += 1
+            events = job.events.get(workflow_id, [])
+            if outcome == "done":
+                if events != [(frozen or None, frozen + 1)] or after != frozen + 1:
+                    check.violations.append(
+                        f"bulk job #{job.job_id}: {workflow_id} done at {frozen} -> {after}"
+                        f" with events {events}"
+                    )
+            elif events:
+                check.violations.append(
+                    f"bulk job #{job.job_id}: {workflow_id} {outcome} yet has events {events}"
+                )
+        strays = set(job.events) - set(job.items)
+        if strays:
+            check.violations.append(
+                f"bulk job #{job.job_id}: events for workflows not in it: {sorted(strays)[:3]}"
+            )
+    check.facts.append(f"{len(jobs)} bulk jobs, items {dict(sorted(outcomes.items()))}")
     return check
 
 

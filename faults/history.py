@@ -124,6 +124,39 @@ class History:
         return None
 
 
+@dataclass
+class BulkJobRecord:
+    """One bulk job as it ended: its status, each item's (outcome, frozen epoch, epoch
+    after), and the (epoch before, epoch after) of each claim event that names the job."""
+
+    job_id: int
+    status: str
+    items: dict[str, tuple[str, int, int | None]]
+    events: dict[str, list[tuple[int | None, int | None]]]
+
+
+def bulk_jobs_read() -> list[BulkJobRecord]:
+    from claims.models import BulkJob, BulkJobItem, ClaimEvent
+
+    records = []
+    for job_id, status in BulkJob.objects.order_by("id").values_list("id", "status"):
+        items = {
+            workflow_id: (outcome, frozen, after)
+            for workflow_id, outcome, frozen, after in BulkJobItem.objects.filter(
+                job_id=job_id
+            ).values_list("workflow_id", "outcome", "frozen_epoch", "epoch_after")
+        }
+        events: dict[str, list[tuple[int | None, int | None]]] = defaultdict(list)
+        for workflow_id, before, after in (
+            ClaimEvent.objects.filter(bulk_job_id=job_id)
+            .order_by("id")
+            .values_list("workflow_id", "epoch_before", "epoch_after")
+        ):
+            events[workflow_id].append((before, after))
+        records.append(BulkJobRecord(job_id, status, items, dict(events)))
+    return records
+
+
 def _decoded(value: Any) -> Any:
     # Django's PostgreSQL backend leaves jsonb undecoded in raw queries.
     return json.loads(value) if isinstance(value, str) else value

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from . import checks
 from .checks import Check, Failover
 from .fleet_under_test import Fleet
-from .history import database_now_ms, history_read, install_recorders
+from .history import bulk_jobs_read, database_now_ms, history_read, install_recorders
 from .nemesis import FaultRecord, Nemesis
 from .options import Options
 from .processes import wait_until
@@ -107,6 +107,21 @@ def per_engine_counters() -> dict[str, float]:
     return values
 
 
+# Beat resumes a job whose runner died within its poll (15 s): room for that, twice over.
+BULK_END_TIMEOUT_S = 45
+
+
+def bulk_jobs_wait() -> None:
+    """Until no bulk job is queued or running (the bulk check fails any still going)."""
+    from claims.models import RUNNABLE_BULK_STATUSES, BulkJob
+
+    deadline = time.monotonic() + BULK_END_TIMEOUT_S
+    while time.monotonic() < deadline:
+        if not BulkJob.objects.filter(status__in=RUNNABLE_BULK_STATUSES).exists():
+            return
+        time.sleep(0.5)
+
+
 def run(options: Options, token: str, log: Callable[[str], None]) -> Outcome:
     started = time.monotonic()
     timing = options.timing
@@ -153,6 +168,7 @@ def run(options: Options, token: str, log: Callable[[str], None]) -> Outcome:
         # Quiet: long enough for every stranded workflow to be picked up twice over.
         time.sleep(2 * timing.stranded_bound_ms / 1000 + 3)
         workload.stop()
+        bulk_jobs_wait()
         errors += fleet.unexpected_exits()
         final_unowned = unowned_at_end(fleet, watch)
         watch.stop()
@@ -176,6 +192,7 @@ def run(options: Options, token: str, log: Callable[[str], None]) -> Outcome:
         checks.ledger_check(history, records, timing),
         checks.metrics_check(metrics.scrapes, final_scrape, per_engine),
         checks.api_check(dict(workload.operations), dict(workload.start_failures)),
+        checks.bulk_check(bulk_jobs_read()),
     ]
     statuses = dict(Counter(history.final_status.values()))
     return Outcome(

@@ -4,7 +4,10 @@ The starter spreads the workflows over the start window, in a seeded mix of the 
 types (ledger steps with side effects, sleeps, orders, invoices). The operator picks
 running workflows at random and cancels them, force-releases their claims or forces a
 takeover to another engine, through the same API an on-call engineer would use; a 409
-(the epoch moved on meanwhile) is a normal answer and is counted as such.
+(the epoch moved on meanwhile) is a normal answer and is counted as such. A second
+operator runs bulk jobs: every few seconds it previews a query over a slice of the
+workflows started so far (release or takeover of the live ones), and confirms it with the
+count it saw, accepting a change (the faults move claims between preview and freeze).
 """
 
 from __future__ import annotations
@@ -83,6 +86,8 @@ class Workload:
     workflows: int
     start_window_s: float
     operator_interval_s: float = 0.8
+    bulk_interval_s: float = 6.0
+    bulk_jobs: list[int] = field(default_factory=list)
     started: list[str] = field(default_factory=list)
     start_failures: Counter[str] = field(default_factory=Counter)
     operations: Counter[str] = field(default_factory=Counter)
@@ -90,7 +95,11 @@ class Workload:
     _threads: list[threading.Thread] = field(default_factory=list)
 
     def start(self) -> None:
-        for target, name in ((self._start_workflows, "starter"), (self._operate, "operator")):
+        for target, name in (
+            (self._start_workflows, "starter"),
+            (self._operate, "operator"),
+            (self._operate_in_bulk, "bulk-operator"),
+        ):
             thread = threading.Thread(target=target, name=f"workload-{name}", daemon=True)
             thread.start()
             self._threads.append(thread)
@@ -145,4 +154,33 @@ class Workload:
                 return f"engines {status}"
             payload["target_engine_id"] = rng.choice(items)["engine_id"]
         status, _ = self.api.call("POST", f"/workflows/{workflow_id}/claim/{action}", payload)
+        return str(status)
+
+    def _operate_in_bulk(self) -> None:
+        rng = random.Random(f"{self.seed}-bulk")
+        while not self._stop.wait(self.bulk_interval_s * rng.uniform(0.5, 1.5)):
+            if len(self.started) < 20:
+                continue
+            action = rng.choice(("release", "takeover"))
+            self.operations[f"bulk-{action}:{self._bulk(rng, action)}"] += 1
+
+    def _bulk(self, rng: random.Random, action: str) -> str:
+        # A slice of ids by prefix: fault-<seed>-000.., a hundred workflows at most.
+        hundred = rng.randrange(len(self.started) // 100 + 1)
+        query = f'id STARTS_WITH "fault-{self.seed}-{hundred:03d}" AND state = "live"'
+        ask = {"list": "claims", "query": query, "action": action}
+        status, preview = self.api.call("POST", "/bulk-jobs/preview", ask)
+        if status != 200 or not isinstance(preview, dict):
+            return f"preview {status}"
+        if not preview.get("count"):
+            return "nothing selected"
+        confirm = {
+            **ask,
+            "reason": "fault harness, in bulk",
+            "expected_count": preview["count"],
+            "accept_count_change": True,
+        }
+        status, job = self.api.call("POST", "/bulk-jobs", confirm)
+        if status == 201 and isinstance(job, dict):
+            self.bulk_jobs.append(int(job["id"]))
         return str(status)

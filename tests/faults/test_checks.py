@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from faults.checks import (
     api_check,
+    bulk_check,
     checkpoints_check,
     epochs_check,
     failover_measure,
@@ -13,7 +14,7 @@ from faults.checks import (
     stranded_check,
 )
 from faults.fleet_under_test import Timing
-from faults.history import Checkpoint, ClaimVersion, History, LedgerRow
+from faults.history import BulkJobRecord, Checkpoint, ClaimVersion, History, LedgerRow
 from faults.nemesis import FaultRecord
 from faults.watch import Stretch
 
@@ -171,3 +172,58 @@ def test_failover_counts_the_time_until_another_engine_holds_each_workflow():
     )
     failover = failover_measure(made, [death], TIMING)
     assert failover.latencies_ms == [3_800]
+
+
+def bulk_job(**changes) -> BulkJobRecord:
+    """Job 1 released wf-a (done, 3 -> 4) and found wf-b moved and wf-c refused."""
+    job = BulkJobRecord(
+        job_id=1,
+        status="done",
+        items={"wf-a": ("done", 3, 4), "wf-b": ("moved", 2, None), "wf-c": ("refused", 5, None)},
+        events={"wf-a": [(3, 4)]},
+    )
+    for name, value in changes.items():
+        setattr(job, name, value)
+    return job
+
+
+def test_bulk_check_passes_a_job_that_acted_on_each_done_item_once():
+    check = bulk_check([bulk_job(), bulk_job(job_id=2, status="paused")])
+
+    assert check.passed, check.violations
+    assert check.facts == ["2 bulk jobs, items {'done': 2, 'moved': 2, 'refused': 2}"]
+
+
+def test_bulk_check_passes_a_first_claim_from_epoch_zero():
+    job = bulk_job(items={"wf-new": ("done", 0, 1)}, events={"wf-new": [(None, 1)]})
+
+    assert bulk_check([job]).passed
+
+
+def test_bulk_check_fails_an_item_acted_on_twice():
+    check = bulk_check([bulk_job(events={"wf-a": [(3, 4), (4, 5)]})])
+
+    assert check.violations == ["bulk job #1: wf-a done at 3 -> 4 with events [(3, 4), (4, 5)]"]
+
+
+def test_bulk_check_fails_a_done_item_without_its_event_or_off_its_frozen_epoch():
+    missing = bulk_check([bulk_job(events={})])
+    skipped = bulk_check([bulk_job(events={"wf-a": [(2, 3)]})])
+
+    assert missing.violations == ["bulk job #1: wf-a done at 3 -> 4 with events []"]
+    assert skipped.violations == ["bulk job #1: wf-a done at 3 -> 4 with events [(2, 3)]"]
+
+
+def test_bulk_check_fails_a_moved_item_with_an_event_and_an_event_outside_the_job():
+    check = bulk_check([bulk_job(events={"wf-a": [(3, 4)], "wf-b": [(2, 3)], "wf-z": [(1, 2)]})])
+
+    assert check.violations == [
+        "bulk job #1: wf-b moved yet has events [(2, 3)]",
+        "bulk job #1: events for workflows not in it: ['wf-z']",
+    ]
+
+
+def test_bulk_check_fails_a_job_still_running_or_failed_at_the_end():
+    check = bulk_check([bulk_job(status="running"), bulk_job(job_id=2, status="failed")])
+
+    assert check.violations == ["bulk job #1 ended running", "bulk job #2 ended failed"]
