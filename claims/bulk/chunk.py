@@ -57,6 +57,23 @@ class ChunkResult:
     adopt: dict[str, list[tuple[str, int]]] = field(default_factory=dict)  # queue -> claims
 
 
+@dataclass
+class ChunkItem:
+    """One pending item as the chunk judges it: read as a tuple, not a model instance (a
+    chunk handles hundreds), its outcome filled in and written back set-based."""
+
+    id: int
+    workflow_id: str
+    frozen_epoch: int
+    outcome: str = BulkItemOutcome.PENDING
+    detail: str = ""
+    acted_at_ms: int | None = None
+    epoch_after: int | None = None
+
+
+CHUNK_ITEM_FIELDS = ("id", "workflow_id", "frozen_epoch")
+
+
 @dataclass(frozen=True)
 class _Claim:
     epoch: int
@@ -71,7 +88,7 @@ class _Workflow:
 
 
 def act_on_chunk(
-    job: BulkJob, items: Sequence[BulkJobItem], *, now_ms: int, timing: ClaimTiming
+    job: BulkJob, items: Sequence[ChunkItem], *, now_ms: int, timing: ClaimTiming
 ) -> ChunkResult:
     """Judge and act on ``items``; the caller holds the transaction and saves the job."""
     ids = [item.workflow_id for item in items]
@@ -88,7 +105,7 @@ def act_on_chunk(
         else None
     )
     result = ChunkResult()
-    acting: dict[Target | None, list[BulkJobItem]] = defaultdict(list)
+    acting: dict[Target | None, list[ChunkItem]] = defaultdict(list)
     for item in items:
         if item.workflow_id in claims_busy or item.workflow_id in workflows_busy:
             result.skipped += 1
@@ -107,7 +124,7 @@ def act_on_chunk(
             _judge(item, BulkItemOutcome.REFUSED, now_ms, rule)
             continue
         acting[None if targets is None else targets.next()].append(item)
-    done: list[BulkJobItem] = []
+    done: list[ChunkItem] = []
     for target, group in acting.items():
         done += _act(job, target, group, now_ms, timing, result)
     _save_outcomes(
@@ -124,7 +141,7 @@ def act_on_chunk(
     return result
 
 
-def _save_outcomes(judged: list[BulkJobItem]) -> None:
+def _save_outcomes(judged: list[ChunkItem]) -> None:
     """One UPDATE per distinct (outcome, detail) of the chunk: a handful of set-based
     statements instead of a row each (a done item's new epoch is its frozen one plus one)."""
     groups: dict[tuple[str, str, int | None], list[int]] = defaultdict(list)
@@ -195,7 +212,7 @@ def _lock_workflows(ids: list[str]) -> tuple[dict[str, _Workflow], set[str]]:
     return locked, _existing(Workflow, [i for i in ids if i not in locked])
 
 
-def _judge(item: BulkJobItem, outcome: BulkItemOutcome, now_ms: int, detail: str) -> None:
+def _judge(item: ChunkItem, outcome: BulkItemOutcome, now_ms: int, detail: str) -> None:
     item.outcome = outcome
     item.detail = detail[:200]
     item.acted_at_ms = now_ms
@@ -225,11 +242,11 @@ def _holder_columns(target: Target | None, now_ms: int, timing: ClaimTiming) -> 
 def _act(
     job: BulkJob,
     target: Target | None,
-    items: list[BulkJobItem],
+    items: list[ChunkItem],
     now_ms: int,
     timing: ClaimTiming,
     result: ChunkResult,
-) -> list[BulkJobItem]:
+) -> list[ChunkItem]:
     """Move each item's claim to its next epoch (with the target as holder, or none) and
     write its event; returns the items done."""
     holder = _holder_columns(target, now_ms, timing)
@@ -306,7 +323,7 @@ def _write_events(job: BulkJob, engine_id: str | None, item_ids: list[int], now_
     insert_select(ClaimEvent, names, rows)
 
 
-def _insert_claim(item: BulkJobItem, holder: dict[str, Any]) -> bool:
+def _insert_claim(item: ChunkItem, holder: dict[str, Any]) -> bool:
     """A workflow never claimed gets its first claim row at epoch 1; False when one was
     inserted since the chunk looked (an engine claimed it: the item moved)."""
     values = {key: (1 if key == "holder_epoch" else value) for key, value in holder.items()}
@@ -321,7 +338,7 @@ def _insert_claim(item: BulkJobItem, holder: dict[str, Any]) -> bool:
 
 
 def _move_workflows(
-    job: BulkJob, done: list[BulkJobItem], workflows: dict[str, _Workflow], now_ms: int
+    job: BulkJob, done: list[ChunkItem], workflows: dict[str, _Workflow], now_ms: int
 ) -> None:
     """Cancel, suspend and resume move each done workflow to the action's status, and its
     visibility row with it (claims.store.workflows.workflow_index, set-based)."""

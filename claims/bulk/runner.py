@@ -33,7 +33,7 @@ from claims.models import (
     BulkJobStatus,
 )
 
-from .chunk import ChunkResult, act_on_chunk
+from .chunk import CHUNK_ITEM_FIELDS, ChunkItem, ChunkResult, act_on_chunk
 
 logger = logging.getLogger("weftboard.claims")
 
@@ -80,7 +80,7 @@ class BulkHooks:
     - ``send_adopts(adopt)``: the adopt messages of a takeover chunk, once committed;
     - ``lease()``: the bulk runner lease."""
 
-    after_lock: Callable[[BulkJob, int, Sequence[BulkJobItem]], None] = _nothing
+    after_lock: Callable[[BulkJob, int, Sequence[ChunkItem]], None] = _nothing
     before_commit: Callable[[BulkJob, int], None] = _nothing
     between_chunks: Callable[[BulkJob, float, int], None] = _pace
     send_adopts: Callable[[dict[str, list[tuple[str, int]]]], None] | None = None
@@ -179,11 +179,14 @@ def _run_chunk(job_id: int, size: int, chunk_number: int, hooks: BulkHooks) -> t
         job = BulkJob.objects.select_for_update().get(pk=job_id)
         if job.status != BulkJobStatus.RUNNING:
             return _Step.STOPPED, 0
-        items = list(
-            BulkJobItem.objects.filter(
+        items = [
+            ChunkItem(*row)
+            for row in BulkJobItem.objects.filter(
                 job_id=job_id, outcome=BulkItemOutcome.PENDING, id__gt=job.cursor
-            ).order_by("id")[:size]
-        )
+            )
+            .order_by("id")
+            .values_list(*CHUNK_ITEM_FIELDS)[:size]
+        ]
         if not items:
             return _Step.DONE, 0
         now_ms, timing = fleet_now()
