@@ -19,7 +19,7 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from functools import partial
 
-from django.db import DatabaseError, OperationalError, transaction
+from django.db import DatabaseError, OperationalError, connection, transaction
 from django.db.models import F
 
 from claims.backfill.lease import runner_lease
@@ -165,11 +165,15 @@ def _run_chunk_retrying(
             if attempt == CHUNK_TRIES:
                 raise
             logger.warning(
-                "bulk job #%s: chunk %s rolled back (%s); trying it again",
+                "bulk job #%s: chunk %s failed (%s); trying it again",
                 job_id,
                 chunk_number,
                 describe_error(error),
             )
+            # The connection may be gone (its commit's answer with it): the next try opens
+            # another. Rolled back, the chunk's items are pending and are tried again;
+            # committed, they are not pending any more, and the next try moves on.
+            connection.close()
             time.sleep(RETRY_PAUSE_S * attempt)
     raise AssertionError("unreachable")
 

@@ -56,6 +56,9 @@ class BulkJob(models.Model):
     target_engine_id = models.CharField(max_length=ENGINE_ID_MAX_LENGTH, null=True, blank=True)
     reason = models.TextField()
     requested_by = models.CharField(max_length=150, null=True, blank=True)
+    # The caller's own name for this request: the same key from the same requester again
+    # (a retry after a lost answer) returns this job instead of freezing another.
+    request_key = models.CharField(max_length=64, null=True, blank=True)
     created_at_ms = models.BigIntegerField()
     status = models.CharField(
         max_length=16, choices=BulkJobStatus.choices, default=BulkJobStatus.QUEUED
@@ -74,6 +77,13 @@ class BulkJob(models.Model):
 
     class Meta:
         indexes = [models.Index(fields=["status", "id"], name="bulk_job_status_idx")]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["requested_by", "request_key"],
+                condition=models.Q(request_key__isnull=False),
+                name="bulk_job_request_once",
+            )
+        ]
         permissions = [("bulk_operate", "Can run bulk operations on claims and workflows")]
 
     def __str__(self) -> str:

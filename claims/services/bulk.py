@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
-from django.db import transaction
+from django.db import IntegrityError, transaction
 
 from claims.bulk.freeze import freeze_items
 from claims.bulk.preview import max_items
@@ -28,7 +28,8 @@ from claims.models import (
 )
 from claims.protocol.errors import ClaimConfigError, InvalidInputError
 from claims.protocol.ids import check_engine_id
-from claims.query import format_query, parse
+from claims.protocol.text import check_identifier
+from claims.query import Query, format_query, parse
 from claims.selectors.query import QueryContext
 
 from .audit import audit_record
@@ -54,6 +55,9 @@ class BulkRequest:
     expected_count: int | None = None
     accept_count_change: bool = False
     rate_per_s: int | None = None
+    # The caller's name for this request (at most 64 characters): sent again by the same
+    # requester, it returns the job the first request created instead of another.
+    request_key: str | None = None
 
 
 def bulk_job_create(request: BulkRequest, *, actor: str | None) -> BulkJob:
@@ -71,16 +75,62 @@ def bulk_job_create(request: BulkRequest, *, actor: str | None) -> BulkJob:
         raise InvalidInputError("rate_per_s must be between 1 and 100,000 items a second")
     if request.expected_count is not None and request.expected_count < 0:
         raise InvalidInputError("expected_count must not be negative")
+    key = None
+    if request.request_key is not None:
+        key = check_identifier(request.request_key, what="request_key", max_length=64)
+        if not key:
+            raise InvalidInputError("request_key must not be empty (leave it out instead)")
+    asked = {
+        "list_name": list_name,
+        "query": format_query(query),
+        "action": action,
+        "target_engine_id": target,
+    }
+    if key is not None and (earlier := _earlier_job(actor, key, asked)) is not None:
+        return earlier
+    try:
+        return _create(request, query, asked, key, reason, actor)
+    except IntegrityError:
+        # The same key, committed by a concurrent request between the look and the insert.
+        if key is None or (earlier := _earlier_job(actor, key, asked)) is None:
+            raise
+        return earlier
+
+
+def _earlier_job(actor: str | None, key: str, asked: dict[str, str | None]) -> BulkJob | None:
+    """The job this requester created with ``key``, if any; the key names one request, so
+    another request under it is refused."""
+    earlier = BulkJob.objects.filter(requested_by=actor, request_key=key).first()
+    if earlier is None:
+        return None
+    if any(getattr(earlier, name) != value for name, value in asked.items()):
+        raise InvalidInputError(
+            f"request_key {key!r} named bulk job #{earlier.pk}, another request; choose a new key"
+        )
+    return earlier
+
+
+def _create(
+    request: BulkRequest,
+    query: Query,
+    asked: dict[str, str | None],
+    key: str | None,
+    reason: str,
+    actor: str | None,
+) -> BulkJob:
+    list_name, action = str(asked["list_name"]), str(asked["action"])
+    target = asked["target_engine_id"]
     now_ms, timing = fleet_now()
     limit = max_items()
     with transaction.atomic():
         job = BulkJob.objects.create(
             list_name=list_name,
-            query=format_query(query),
+            query=str(asked["query"]),
             action=action,
             target_engine_id=target,
             reason=reason,
             requested_by=actor,
+            request_key=key,
             created_at_ms=now_ms,
             previewed_count=request.expected_count,
             rate_per_s=request.rate_per_s,

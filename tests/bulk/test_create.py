@@ -191,3 +191,44 @@ def test_a_takeover_may_name_a_live_engine():
     job = bulk_job_create(request(action="takeover", target_engine_id="e-2"), actor="alice")
 
     assert job.target_engine_id == "e-2"
+
+
+def test_a_request_sent_again_under_its_key_returns_the_first_job(sent_runs):
+    make_fleet(3)
+    first = bulk_job_create(request(request_key="incident-42-release"), actor="alice")
+
+    again = bulk_job_create(request(request_key="incident-42-release"), actor="alice")
+
+    assert again.pk == first.pk
+    assert BulkJob.objects.count() == 1
+    assert BulkJobItem.objects.count() == 3
+    assert AuditEntry.objects.count() == 1
+
+
+def test_a_key_is_the_requesters_own():
+    make_fleet(3)
+    first = bulk_job_create(request(request_key="k-1"), actor="alice")
+
+    other = bulk_job_create(request(request_key="k-1"), actor="bob")
+
+    assert other.pk != first.pk
+
+
+def test_another_request_under_a_used_key_is_refused_and_keeps_nothing():
+    make_fleet(3)
+    first = bulk_job_create(request(request_key="k-1"), actor="alice")
+
+    with pytest.raises(InvalidInputError, match=f"named bulk job #{first.pk}, another request"):
+        bulk_job_create(request(request_key="k-1", action="takeover"), actor="alice")
+
+    assert BulkJob.objects.count() == 1
+
+
+@pytest.mark.parametrize("key", ["", "x" * 65, "a\x00b"])
+def test_a_bad_request_key_is_refused(key):
+    make_fleet(1)
+
+    with pytest.raises(InvalidInputError, match="request_key"):
+        bulk_job_create(request(request_key=key), actor="alice")
+
+    assert not BulkJob.objects.exists()

@@ -4,8 +4,9 @@ its cursor, pausable and abortable between chunks."""
 from __future__ import annotations
 
 import pytest
+from django.db import OperationalError, connection, transaction
 
-from claims.bulk import BulkHooks, bulk_run, bulk_run_due
+from claims.bulk import BulkHooks, bulk_run, bulk_run_due, runner
 from claims.models import (
     BulkJob,
     ClaimEvent,
@@ -195,6 +196,33 @@ def test_a_run_killed_mid_chunk_resumes_and_acts_on_each_item_once():
     resumed = bulk_run_due(hooks=NO_PAUSE)
 
     assert (resumed.pk, resumed.status, resumed.done_count) == (job.pk, "done", 7)
+    for workflow_id in ids:
+        assert ClaimEvent.objects.filter(workflow_id=workflow_id).count() == 1
+    assert set(WorkflowClaim.objects.values_list("epoch", flat=True)) == {2}
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_chunk_that_committed_but_lost_its_answer_is_not_acted_on_again(monkeypatch):
+    monkeypatch.setattr(runner, "RETRY_PAUSE_S", 0.0)
+    ids = make_fleet(6, epoch=1)
+    job = create()
+
+    def lose_the_answer():
+        # The commit went through; then the connection broke before the runner heard.
+        connection.connection.close()
+        raise OperationalError("server closed the connection unexpectedly")
+
+    def after_chunk_two(job, number):
+        if number == 2:
+            transaction.on_commit(lose_the_answer)
+
+    ran = bulk_run(
+        job.pk,
+        chunk_size=2,
+        hooks=BulkHooks(before_commit=after_chunk_two, between_chunks=lambda *a: None),
+    )
+
+    assert (ran.status, ran.done_count, ran.moved_count) == ("done", 6, 0)
     for workflow_id in ids:
         assert ClaimEvent.objects.filter(workflow_id=workflow_id).count() == 1
     assert set(WorkflowClaim.objects.values_list("epoch", flat=True)) == {2}

@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import threading
 import time
+from unittest import mock
 
 import pytest
 from django.db import connection
 
+import claims.services.bulk as bulk_services
 from claims.bulk import BulkHooks, bulk_run
 from claims.models import BulkJob, ClaimEvent, WorkflowClaim
 from claims.protocol import ClaimRegistry, ClaimTiming
@@ -145,3 +147,43 @@ def test_an_item_locked_by_another_writer_is_swept_again_not_waited_on():
     assert chunks[:2] == [5, 1]
     assert (done.status, done.done_count) == ("done", 5)
     assert WorkflowClaim.objects.get(workflow_id="wf-2").epoch == 3
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_same_request_key_sent_twice_at_once_makes_one_job():
+    """Two requests with one key race past the look for an earlier job: the constraint
+    lets one insert through, and the other returns the job it made."""
+    if connection.vendor != "postgresql":
+        pytest.skip("SQLite has one writer at a time: the requests cannot overlap")
+    for n in range(5):
+        factories.make_workflow(f"wf-{n}")
+        factories.make_claim(f"wf-{n}", epoch=2, engine="e-1")
+    barrier = threading.Barrier(2)
+    jobs: list[int] = []
+    errors: list[BaseException] = []
+    real_create = bulk_services._create
+
+    def create_after_both_looked(*args, **kwargs):
+        barrier.wait(timeout=10)
+        return real_create(*args, **kwargs)
+
+    def send() -> None:
+        try:
+            request = BulkRequest("claims", 'engine = "e-1"', "release", "r", request_key="k")
+            jobs.append(bulk_job_create(request, actor="alice").pk)
+        except BaseException as error:
+            errors.append(error)
+        finally:
+            connection.close()
+
+    with mock.patch.object(bulk_services, "_create", create_after_both_looked):
+        threads = [threading.Thread(target=send) for _ in range(2)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(timeout=30)
+
+    assert errors == []
+    assert len(jobs) == 2
+    assert jobs[0] == jobs[1]
+    assert BulkJob.objects.count() == 1
