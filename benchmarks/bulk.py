@@ -22,7 +22,7 @@ from claims.fleet_clock import fleet_now
 from claims.models import BulkJob, BulkJobItem, ClaimEvent, WorkflowClaim
 from claims.protocol import ClaimMetrics, ClaimRegistry, ClaimTiming, run_renew_pass
 from claims.protocol.testing import FakeClock
-from claims.query import parse
+from claims.query import format_query, parse
 from claims.services.bulk import BulkRequest, bulk_job_create
 from claims.store import OrmClaimStore
 
@@ -354,7 +354,7 @@ def run_million(*, binding: bool) -> tuple[dict[str, Any], Section, list[Target]
     )
     section.rows.append(
         (
-            f"preview of {indexed} ({expected:,} rows), median of {PREVIEW_REPS}",
+            f"preview of {format_query(indexed)} ({expected:,} rows), median of {PREVIEW_REPS}",
             fmt(preview_timing.median),
             preview_timing.spread(),
             f"<= {PREVIEW_TARGET_MS:g} ms",

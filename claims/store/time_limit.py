@@ -128,6 +128,14 @@ def set_statement_timeout(connection: BaseDatabaseWrapper, ms: int) -> None:
     _run(connection, "SELECT set_config('statement_timeout', %s, true)", [str(max(ms, 1))])
 
 
+def _jit_off(connection: BaseDatabaseWrapper) -> None:
+    """PostgreSQL, inside a transaction: no JIT compilation until it ends. A read under a
+    time limit is short by design, and the planner's cost estimate (too high for an index
+    probe of a runtime array, say) can start a JIT compile of 150-250 ms for a statement
+    that runs in 100: measured on a bulk preview at 1,000,000 claims."""
+    _run(connection, "SELECT set_config('jit', 'off', true)")
+
+
 def _failed(connection: BaseDatabaseWrapper) -> bool:
     """Whether the open transaction is aborted (a statement failed and the error was
     answered by the code inside, e.g. the API's 503)."""
@@ -141,15 +149,19 @@ def _postgresql(connection: BaseDatabaseWrapper, limit: _Limit) -> Iterator[None
     if not connection.in_atomic_block:
         with transaction.atomic(using=connection.alias):
             set_statement_timeout(connection, limit.ms)
+            _jit_off(connection)
             with _shared_budget(connection, limit):
                 yield
             if _failed(connection):
                 transaction.set_rollback(True, using=connection.alias)
         return
-    (previous,) = _run(connection, "SHOW statement_timeout").fetchone()
+    previous, previous_jit = _run(
+        connection, "SELECT current_setting('statement_timeout'), current_setting('jit')"
+    ).fetchone()
     _run(connection, f"SAVEPOINT {_SAVEPOINT}")
     try:
         set_statement_timeout(connection, limit.ms)
+        _jit_off(connection)
         with _shared_budget(connection, limit):
             yield
     except BaseException:
@@ -160,6 +172,7 @@ def _postgresql(connection: BaseDatabaseWrapper, limit: _Limit) -> Iterator[None
     else:
         _run(connection, f"RELEASE SAVEPOINT {_SAVEPOINT}")
         _run(connection, "SELECT set_config('statement_timeout', %s, true)", [previous])
+        _run(connection, "SELECT set_config('jit', %s, true)", [previous_jit])
 
 
 def _undo_savepoint(connection: BaseDatabaseWrapper) -> None:
