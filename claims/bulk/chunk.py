@@ -1,7 +1,8 @@
 """One chunk of a bulk job: a few hundred items judged and acted on in one transaction.
 
-The chunk locks the claim rows of its items, then their workflow rows (the order every
-fenced write takes), with SKIP LOCKED: a row an engine is writing right now is left
+The chunk locks the claim rows of its items, then, where it moves a workflow's status or
+claims a workflow never claimed, their workflow rows (the order every fenced write
+takes), with SKIP LOCKED: a row an engine is writing right now is left
 pending for a later sweep instead of waited on, so the job never waits inside a lock an
 engine needs and the two cannot deadlock. Each locked item is judged against its frozen
 epoch: ``moved`` if its claim has left it, ``refused`` if the action's rules refuse it,
@@ -93,11 +94,14 @@ def act_on_chunk(
     """Judge and act on ``items``; the caller holds the transaction and saves the job."""
     ids = [item.workflow_id for item in items]
     claims, claims_busy = _lock_claims(ids)
-    if ACTION_RULES[job.action].new_status is not None:
+    if ACTION_RULES[job.action].new_status is not None or any(
+        item.frozen_epoch == 0 for item in items
+    ):
         workflows, workflows_busy = _lock_workflows(ids)
     else:
-        # Release and takeover write the claim alone: its lock keeps the workflow's status
-        # still (every write of a held workflow's status takes the claim's lock first).
+        # Release and takeover of claimed workflows write the claim alone: its lock keeps
+        # the workflow's status still (a write of the status takes the claim's lock first).
+        # A workflow never claimed has no claim row to lock: the branch above locks it.
         workflows, workflows_busy = _read_workflows(ids, claims), set()
     targets = (
         Targets(job.target_engine_id, now_ms=now_ms, timing=timing)
