@@ -22,6 +22,7 @@ from claims.fleet_clock import fleet_clock
 from claims.models import SAVED_QUERY_NAME_MAX_LENGTH, AuditSubject, BulkList, SavedQuery
 from claims.protocol.errors import ConflictError, InvalidInputError
 from claims.protocol.text import check_identifier
+from claims.query import MAX_LENGTH as QUERY_MAX_LENGTH
 from claims.query import format_query, parse
 
 from .audit import audit_record
@@ -51,7 +52,15 @@ def saved_query_text(value: object) -> str:
         raise InvalidInputError(f"a query is text; got {type(value).__name__}")
     if not value.strip():
         raise InvalidInputError("a saved query needs a query")
-    return format_query(parse(value))
+    text = format_query(parse(value))
+    # The canonical form spaces what a person may have run together; a link to a list must
+    # still be a query the list reads.
+    if len(text) > QUERY_MAX_LENGTH:
+        raise InvalidInputError(
+            f"written out in full the query has {len(text)} characters, more than the"
+            f" {QUERY_MAX_LENGTH} a list reads; shorten it"
+        )
+    return text
 
 
 def saved_query_list(value: object) -> str:
@@ -97,7 +106,8 @@ def saved_query_update(
     shared: bool | None = None,
     actor: str | None = None,
 ) -> SavedQuery:
-    """Rename it, give it another query, or share or unshare it (what is None stays).
+    """Rename it, give it another query, or share or unshare it (what is None stays;
+    with nothing to change, the row as it is).
     Raises SavedQuery.DoesNotExist for a query the user cannot see (another's private
     one), PermissionDenied for another's shared one or sharing without the permission, and
     what saved_query_create raises for bad input or a name taken."""
@@ -111,6 +121,8 @@ def saved_query_update(
         changes["shared"] = bool(shared)
     with transaction.atomic():
         saved = _owned(user, saved_query_id)
+        if not changes:  # nothing asked: nothing written, nothing recorded
+            return saved
         _check_sharing(user, changes.get("shared", saved.shared))
         before = {field: getattr(saved, field) for field in changes}
         for field, value in changes.items():

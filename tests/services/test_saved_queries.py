@@ -238,3 +238,22 @@ def test_deleting_a_user_deletes_their_saved_queries_but_not_the_records(alice):
 
     assert not SavedQuery.objects.exists()
     assert [a for a, _, _ in records()] == ["create"]
+
+
+def test_a_query_too_long_once_written_out_is_refused(alice):
+    # 1,806 characters as typed; with a space after each comma, 2,106.
+    dense = "id IN(" + ",".join(f'"{n:03d}"' for n in range(300)) + ")"
+
+    with pytest.raises(InvalidInputError, match="2106 characters, more than the 2000"):
+        saved_query_create(alice, name="dense", list_name="claims", query=dense)
+
+    assert not SavedQuery.objects.exists()
+
+
+def test_an_update_with_nothing_to_change_writes_nothing(alice):
+    saved = save(alice)
+
+    assert saved_query_update(alice, saved.pk) == saved
+
+    assert SavedQuery.objects.get().updated_at_ms == saved.updated_at_ms
+    assert len(records()) == 1
