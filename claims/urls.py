@@ -3,6 +3,7 @@ from django.urls import path
 from claims import views
 from claims.views import id_paths  # noqa: F401  (registers the pageid converter)
 from claims.views.action_kinds import ACTIONS
+from claims.views.saved_views import saved_view_create, saved_view_delete
 from claims.views.workflow_list import workflows
 
 app_name = "claims"
@@ -21,6 +22,8 @@ urlpatterns = [
     path("redrives/", views.redrives, name="redrives"),
     path("backfills/", views.backfills, name="backfills"),
     path("audit/", views.audit, name="audit"),
+    path("saved-views/", saved_view_create, name="saved_view_create"),
+    path("saved-views/<int:saved_query_id>/delete", saved_view_delete, name="saved_view_delete"),
     path("engine-floor/", views.engine_floor, name="engine_floor"),
 ]
 

@@ -139,6 +139,26 @@ class BulkJobAdmin(ReadOnlyAdmin):
     search_fields = ["query", "requested_by", "reason"]
 
 
+@admin.register(models.SavedQuery)
+class SavedQueryAdmin(ReadOnlyAdmin):
+    """Read-only rows: saved through claims.services.saved_queries (the list pages and the
+    API), which keeps them to their owner, checks sharing and writes operator records."""
+
+    list_display = ["name", "list_name", "owner", "shared", "query", "updated_at_ms"]
+    list_filter = ["list_name", "shared"]
+    search_fields = ["name", "query", "owner__username"]
+    list_select_related = ["owner"]
+
+
+@admin.register(models.AuditEntry)
+class AuditEntryAdmin(LargeTableAdmin):
+    """Operator records are what happened: never changed, never deleted here."""
+
+    list_display = ["at_ms", "subject", "subject_id", "action", "actor", "reason"]
+    list_filter = ["subject", "action"]
+    search_fields = ["actor", "reason"]
+
+
 @admin.register(models.BulkJobItem)
 class BulkJobItemAdmin(LargeTableAdmin):
     list_display = ["job", "workflow_id", "frozen_epoch", "outcome", "epoch_after", "detail"]

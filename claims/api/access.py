@@ -38,12 +38,19 @@ def check_write(request: HttpRequest, permission: str) -> str:
     The read-only switch comes first (ReadOnlyError, 403), before the token's scope and
     the user's permission; the service the route calls checks it again.
     """
+    actor = check_write_scope(request)
+    if not request.user.has_perm(permission):
+        raise PermissionDenied(f"this needs the permission {permission}")
+    return actor
+
+
+def check_write_scope(request: HttpRequest) -> str:
+    """check_write for a write any signed-in user may make of their own things (a saved
+    query): the read-only switch, then a token's scope; the actor name for the audit row."""
     refuse_if_read_only()
     token = api_token(request)
     if token is not None and token.scope != ApiTokenScope.WRITE:
         raise PermissionDenied("this API token is read-only")
-    if not request.user.has_perm(permission):
-        raise PermissionDenied(f"this needs the permission {permission}")
     return actor_name(request)
 
 

@@ -41,6 +41,7 @@ from .errors import ClaimRowsAreKeptError, SessionRowsAreKeptError
 from .fleet_history import FleetSnapshotHistory
 from .id_search import ClaimIdSearch
 from .ids import ENGINE_ID_MAX_LENGTH, WORKFLOW_ID_MAX_LENGTH
+from .saved_queries import SAVED_QUERY_NAME_MAX_LENGTH, SavedQuery
 from .sessions import EngineSession
 from .tokens import ApiToken, ApiTokenScope
 from .workflows import (
@@ -57,6 +58,7 @@ __all__ = [
     "ENGINE_ID_MAX_LENGTH",
     "FINISHED_BULK_STATUSES",
     "RUNNABLE_BULK_STATUSES",
+    "SAVED_QUERY_NAME_MAX_LENGTH",
     "TERMINAL_STATUSES",
     "WORKFLOW_ID_MAX_LENGTH",
     "ApiToken",
@@ -89,6 +91,7 @@ __all__ = [
     "PendingRedrive",
     "ReclaimCursor",
     "RetiredPassHistograms",
+    "SavedQuery",
     "SessionRowsAreKeptError",
     "StepLedger",
     "VisibilityWatermark",

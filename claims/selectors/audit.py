@@ -7,12 +7,14 @@ from dataclasses import dataclass
 
 from django.db.models import QuerySet
 
-from claims.models import ClaimEvent
+from claims.models import AuditEntry, ClaimEvent
 from claims.selectors.engines.names import engine_condition
 from claims.store.rows import EVENT_TRANSITION_FIELDS
 from claims.utc_text import iso_utc
 
 PAGE_SIZE = 50
+# The operator records the audit page shows: the newest, a glance rather than a history.
+OPERATOR_RECORDS_SHOWN = 25
 CSV_MAX_ROWS = 100_000
 CSV_COLUMNS = ("id", "at_ms", *EVENT_TRANSITION_FIELDS, "reason")
 # The CSV's header: each millisecond column is followed by the same instant as ISO 8601
@@ -89,3 +91,9 @@ def audit_rows(filters: AuditFilters) -> Iterator[tuple[object, ...]]:
     rows = _events(filters).values_list(*CSV_COLUMNS)[:CSV_MAX_ROWS]
     for row in rows.iterator(chunk_size=2_000):
         yield _with_iso_utc(row)
+
+
+def operator_records(limit: int = OPERATOR_RECORDS_SHOWN) -> list[AuditEntry]:
+    """The newest operator records (changes to saved queries, bulk jobs), newest first;
+    one query on the primary key."""
+    return list(AuditEntry.objects.order_by("-id")[:limit])

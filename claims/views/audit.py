@@ -9,7 +9,14 @@ from claims.fleet_clock import fleet_now
 from claims.http.csv_export import csv_download
 from claims.http.htmx import HtmxHttpRequest
 from claims.models import ClaimEventKind
-from claims.selectors.audit import CSV_HEADER, CSV_MAX_ROWS, AuditFilters, audit_page, audit_rows
+from claims.selectors.audit import (
+    CSV_HEADER,
+    CSV_MAX_ROWS,
+    AuditFilters,
+    audit_page,
+    audit_rows,
+    operator_records,
+)
 from claims.selectors.engines.actions import engine_events
 
 from .inputs import (
@@ -54,6 +61,8 @@ def audit(request: HtmxHttpRequest) -> HttpResponseBase:
         # Drains and undrains: operator actions on a whole engine, not on one claim; only
         # the full page shows them, so the live fragment's poll does not read them.
         "engine_events": [] if request.htmx else engine_events(filters.engine),
+        # Changes to saved queries and bulk jobs (AuditEntry), the full page's too.
+        "operator_records": [] if request.htmx else operator_records(),
     }
     response: HttpResponse = render_page(
         request, "claims/audit.html", context, fragments=["audit-live"]

@@ -12,6 +12,7 @@ from django.views.decorators.http import require_GET
 
 from claims.fleet_clock import fleet_now
 from claims.http.htmx import HtmxHttpRequest
+from claims.models import BulkList
 from claims.protocol.states import CLAIM_STATES
 from claims.selectors import claim_list
 from claims.selectors.claims.conditions import CLAIM_FILTERS
@@ -23,6 +24,7 @@ from .inputs import optional_choice, optional_prefix, optional_text, workflow_id
 from .pages import operator_page, render_page
 from .permissions import FORCE_CLAIM, action_refusal
 from .query_text import claim_filters_as_query, query_box, query_input
+from .saved_views import saved_views
 
 PAGE_SIZE = 50
 # With no state in the URL the page shows what needs attention; "all" shows every row.
@@ -112,6 +114,7 @@ def claims(request: HtmxHttpRequest) -> HttpResponse:
             "q": search,
         },
         **query_box(typed, picked, [] if sort.is_default else [("sort", sort.key)]),
+        **saved_views(request, BulkList.CLAIMS),
         "scope": scope,
         "sort": sort,
         "headers": sort_headers(sort),

@@ -11,7 +11,7 @@ from django.views.decorators.http import require_GET
 
 from claims.fleet_clock import fleet_now
 from claims.http.htmx import HtmxHttpRequest
-from claims.models import WorkflowStatus
+from claims.models import BulkList, WorkflowStatus
 from claims.selectors.workflows.listing import (
     COUNT_CAP,
     CURSOR_MAX_LENGTH,
@@ -28,6 +28,7 @@ from claims.workflow_types import WORKFLOW_TYPE_MAX_LENGTH, registered_types
 from .inputs import optional_choice, optional_text, utc_range_ms
 from .pages import operator_page, render_page
 from .query_text import query_box, query_input, workflow_filters_as_query
+from .saved_views import saved_views
 
 PAGE_SIZE = 50
 
@@ -71,6 +72,7 @@ def workflows(request: HtmxHttpRequest) -> HttpResponse:
         "time_fields": TIME_FIELDS,
         "types": registered_types(),
         **query_box(typed, picked, keeps),
+        **saved_views(request, BulkList.WORKFLOWS),
         "filtered": bool(
             typed.text
             or filters.workflow_type

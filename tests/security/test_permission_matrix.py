@@ -8,6 +8,7 @@ cannot ship without its line here.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -126,6 +127,32 @@ def api_write(done: int) -> Expect:
     return expect
 
 
+def own_write(done: int, *, others: int | None = None, api: bool = False) -> Expect:
+    """A write to one's own saved queries: no permission, only a session (the API: a
+    read-write token too) and writes switched on. ``others``: what a user gets who is not
+    the owner of the scene's saved query (the operator, whose tokens act as them)."""
+
+    def expect(role: str, read_only: bool) -> int:
+        if api and role == "anonymous":
+            return 401
+        if not api and role in NO_SESSION:
+            return 302
+        if read_only or role == "read-token":
+            return 403
+        if others is not None and role not in {"operator", "write-token"}:
+            return others
+        return done
+
+    return expect
+
+
+def own_read() -> Expect:
+    """The scene's saved query is the operator's and private: another user is told 404."""
+    return lambda role, read_only: {"anonymous": 401}.get(
+        role, 200 if role in {"operator", "read-token", "write-token"} else 404
+    )
+
+
 def docs() -> Expect:
     return lambda role, read_only: 302 if role in NO_SESSION else 200
 
@@ -177,6 +204,8 @@ RELEASE = {"expected_epoch": 3, "reason": "matrix"}
 TAKEOVER = {"expected_epoch": 3, "target_engine_id": "e-2", "reason": "matrix"}
 BULK_RELEASE = {"reason": "matrix", "claims": [{"workflow_id": WF, "expected_epoch": 3}]}
 REASON = {"reason": "matrix"}
+SAVED_QUERY = "/api/v1/saved-queries/{saved_query_pk}"
+SAVE_VIEW = {"name": "matrix", "list_name": "claims", "query": 'state = "live"'}
 
 
 def engine_page_action(name: str, done: Expect, data: dict[str, Any]) -> list[Case]:
@@ -244,6 +273,14 @@ CASES: list[Case] = [
     Case("backfills/", "GET", "/backfills/", page()),
     Case("audit/", "GET", "/audit/", page()),
     Case("audit/", "GET", "/audit/?format=csv", page(), label="csv"),
+    # saved views: any session saves its own; the scene's query is the operator's
+    Case("saved-views/", "POST", "/saved-views/", own_write(303), data=SAVE_VIEW),
+    Case(
+        "saved-views/<int:saved_query_id>/delete",
+        "POST",
+        "/saved-views/{saved_query_pk}/delete",
+        own_write(303, others=404),
+    ),
     # The page frame's engine-floor alert, polled on its own.
     Case("engine-floor/", "GET", "/engine-floor/", page(), htmx=True, label="fragment"),
     # outside the login
@@ -292,6 +329,28 @@ CASES: list[Case] = [
         "/api/v1/backfills/{job}/cancel",
         api_write(200),
         data={},
+    ),
+    Case("api/v1/saved-queries", "GET", "/api/v1/saved-queries", api_read()),
+    Case(
+        "api/v1/saved-queries",
+        "POST",
+        "/api/v1/saved-queries",
+        own_write(201, api=True),
+        data=SAVE_VIEW,
+    ),
+    Case("api/v1/saved-queries/<saved_query_id>", "GET", SAVED_QUERY, own_read()),
+    Case(
+        "api/v1/saved-queries/<saved_query_id>",
+        "PATCH",
+        SAVED_QUERY,
+        own_write(200, others=404, api=True),
+        data={"name": "renamed"},
+    ),
+    Case(
+        "api/v1/saved-queries/<saved_query_id>",
+        "DELETE",
+        SAVED_QUERY,
+        own_write(204, others=404, api=True),
     ),
     # A method a route does not declare is 405 for everyone, before any credential.
     Case("api/v1/claims", "DELETE", "/api/v1/claims", anyone(405)),
@@ -377,6 +436,8 @@ ADMIN_MODELS: dict[str, tuple[str, str]] = {
     "claims/backfilljob": (READ_ONLY_ROWS, "job"),
     "claims/bulkjob": (READ_ONLY_ROWS, "bulk_job_pk"),
     "claims/bulkjobitem": (READ_ONLY_ROWS, "bulk_item_pk"),
+    "claims/savedquery": (READ_ONLY_ROWS, "saved_query_pk"),
+    "claims/auditentry": (READ_ONLY_ROWS, "audit_entry_pk"),
     "claims/apitoken": (MANAGED, "token_pk"),
     "auth/user": (MANAGED, "victim"),
     "auth/group": (MANAGED, "group_pk"),
@@ -443,12 +504,14 @@ def scene(django_user_model: Any) -> dict[str, Any]:
     from django.contrib.contenttypes.models import ContentType
 
     from claims.models import (
+        AuditEntry,
         BulkJob,
         BulkJobItem,
         ClaimCounter,
         OwnershipModeMarker,
         PendingRedrive,
         ReclaimCursor,
+        SavedQuery,
         VisibilityWatermark,
         WorkflowVisibility,
     )
@@ -495,7 +558,24 @@ def scene(django_user_model: Any) -> dict[str, Any]:
     victim = django_user_model.objects.create_user("victim")
     token_owner = django_user_model.objects.get(username="operator")
     api_token_mint(ApiToken(name="kept", user=token_owner, scope="read"))
+    saved_query = SavedQuery.objects.create(
+        owner=token_owner,
+        name="scene",
+        list_name="claims",
+        query='state = "live"',
+        created_at_ms=now,
+        updated_at_ms=now,
+    )
+    audit_entry = AuditEntry.objects.create(
+        at_ms=now,
+        actor="operator",
+        subject="saved_query",
+        subject_id=saved_query.pk,
+        action="create",
+    )
     return {
+        "saved_query_pk": saved_query.pk,
+        "audit_entry_pk": audit_entry.pk,
         "workflow_pk": workflow.pk,
         "workflow_type": ContentType.objects.get_for_model(Workflow).pk,
         "claim_pk": claim.pk,
@@ -570,7 +650,10 @@ def send(client: Client, case: Case, ids: dict[str, Any]) -> int:
     if case.method == "GET":
         response = client.get(path, headers=headers)
     elif case.method not in {"GET", "POST"}:
-        response = client.generic(case.method, path, headers=headers)
+        body = json.dumps(case.data) if case.data is not None else ""
+        response = client.generic(
+            case.method, path, body, content_type="application/json", headers=headers
+        )
     elif path.startswith("/api/"):
         response = client.post(
             path, case.data or {}, content_type="application/json", headers=headers

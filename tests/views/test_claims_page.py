@@ -11,8 +11,9 @@ from .conftest import RENEW_MS, htmx, make_claim, make_engine
 pytestmark = pytest.mark.django_db
 
 # session, user, the user's and group permissions, the claim page, the last holders of
-# its ownerless rows, the live engines, the engines' labels
-QUERIES = 8
+# its ownerless rows, the live engines, the engines' labels, and the saved views strip
+# (the user's and the shared saved queries, with their owners: one more)
+QUERIES = 9
 
 
 @pytest.fixture

@@ -12,8 +12,9 @@ from .conftest import htmx, make_claim, make_event, make_workflow, now_ms
 pytestmark = pytest.mark.django_db
 
 # what every signed-in page reads (session, user, ...), then the page, beat's snapshot (none
-# here) and the counts per status
-QUERIES = 6
+# here) and the counts per status, and the saved views strip (the user's and the shared
+# saved queries, with their owners: one more)
+QUERIES = 7
 
 FAILURE = {
     "type": "PaymentGatewayError",

@@ -23,6 +23,7 @@ from .engines import (
     EngineOut,
 )
 from .reclaim import ReclaimCursorOut, RedriveFilterIn, RedriveOut, RedrivePageOut
+from .saved_queries import SavedQueryIn, SavedQueryListOut, SavedQueryOut, SavedQueryPatchIn
 from .workflows import (
     EventOut,
     FailureOut,
@@ -63,6 +64,10 @@ __all__ = [
     "RedriveOut",
     "RedrivePageOut",
     "ReleaseIn",
+    "SavedQueryIn",
+    "SavedQueryListOut",
+    "SavedQueryOut",
+    "SavedQueryPatchIn",
     "StaleEpochOut",
     "TakeoverIn",
     "ValidationErrorOut",
