@@ -8,7 +8,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('claims', '0022_bulk_jobs'),
+        ('claims', '0023_bulk_request_key'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
