@@ -1,6 +1,6 @@
 """The claims app's JSON API: one Router, mounted by weftboard.api under /api/v1/."""
 
-from . import backfills, engines, ownership, reclaim, workflows
+from . import backfills, bulk, engines, ownership, reclaim, workflows
 from .router import router
 
-__all__ = ["backfills", "engines", "ownership", "reclaim", "router", "workflows"]
+__all__ = ["backfills", "bulk", "engines", "ownership", "reclaim", "router", "workflows"]
