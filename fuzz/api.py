@@ -81,12 +81,19 @@ tokens = {
     "read": api_token_mint(ApiToken(user=reader, name="fuzz read", scope=ApiTokenScope.READ)),
     "write": api_token_mint(ApiToken(user=writer, name="fuzz write", scope=ApiTokenScope.WRITE)),
 }
+# A queued bulk job (no worker runs it here), so its routes meet a job that exists.
+from claims.services.bulk import BulkRequest, bulk_job_create
+bulk_job_create(
+    BulkRequest("workflows", 'id CONTAINS "-0000"', "suspend", "fuzz: a job to act on"),
+    actor="fuzz-writer",
+)
 print(json.dumps({"tokens": tokens, "schema": api.get_openapi_schema()}))
 """
 
 
 def prepare(env: dict[str, str], workdir: Path) -> dict[str, str]:
-    """Migrate, seed the demo fleet, mint the tokens and write the schema; the tokens."""
+    """Migrate, seed the demo fleet and a bulk job, mint the tokens and write the schema;
+    the tokens."""
     manage("migrate", "--noinput", env=env)
     manage("seed_demo", env=env)
     out = json.loads(manage("shell", "-c", _PREPARE, env=env).stdout.strip().splitlines()[-1])

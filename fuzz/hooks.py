@@ -5,7 +5,8 @@ rules no JSON Schema states: no control characters in ids, filters and reasons
 (claims.protocol.text: a pattern for Unicode's whole "C" category would be kilobytes per
 field), a reason that is not blank, times within years 1 to 9999 in UTC, cursors the
 server wrote, registered workflow types and their input bounds, epochs as true integers,
-a search the id index can narrow, a query in the query language.
+a search the id index can narrow, a query in the query language, a bulk job's count
+and target.
 A 422 to a schema-valid request is dropped from the report only when one of these rules
 explains it: its message names the rule and, for the character rules, the request really
 holds such a character. Any other 422 to a valid request stays a failure, as it means
@@ -49,6 +50,11 @@ STATE_RULES = re.compile(
             # every such refusal says where; and a query stopped at its time budget. The
             # `query` parameter documents both.
             r"\(at position \d+\)$|the limit on one query",
+            # A bulk job (claims/services/bulk.py): a query that selects nothing or more
+            # than one job may hold, a count above 100 without the previewed one, a target
+            # engine for an action other than takeover, a CSV asked a page of.
+            r"selects no workflows|the most one job may act on|confirmed with the count"
+            r"|only a takeover names a target engine|takes no cursor or limit",
         )
     )
 )

@@ -2,7 +2,8 @@
 
 400 unreadable body · 401 no valid session or token · 403 read-only switch, read-only
 token, missing permission, failed CSRF · 404 unknown workflow or job · 409 stale epoch
-(with the fresh claim), finished workflow, id in use, active backfill · 422 bad input,
+(with the fresh claim), finished workflow, id in use, active backfill, a bulk job's
+status or changed count (with both counts) · 422 bad input,
 including an unknown workflow type and a target engine that is unknown or not active
 · 429 too many writes, or reads · 500 an unexpected error, with a request id to quote ·
 503 the database did not answer (a write's outcome is then unknown: read the state again
@@ -35,6 +36,7 @@ from claims.api import router as claims_router
 from claims.api.access import read_throttle
 from claims.api.body import JsonBodyParser, body_rule_refusal
 from claims.api.schemas import ClaimStateOut, StaleEpochOut
+from claims.api.schemas.bulk import BulkCountChangedOut
 from claims.fleet_clock import fleet_now
 from claims.protocol.errors import (
     ClaimConfigError,
@@ -51,6 +53,7 @@ from claims.services.errors import (
     BackfillAlreadyActiveError,
     BackfillInThePastError,
     BackfillNotActiveError,
+    BulkCountChangedError,
     ReadOnlyError,
 )
 from claims.store.time_limit import is_statement_timeout
@@ -132,6 +135,12 @@ def _stale_epoch(request: HttpRequest, exc: Any) -> HttpResponse:
     return api.create_response(request, body.model_dump(mode="json"), status=409)
 
 
+def _bulk_count_changed(request: HttpRequest, exc: Any) -> HttpResponse:
+    """409 naming both counts, so the client can confirm the new one or preview again."""
+    body = BulkCountChangedOut(detail=str(exc), previewed=exc.previewed, frozen=exc.frozen)
+    return api.create_response(request, body.model_dump(mode="json"), status=409)
+
+
 def _not_found(request: HttpRequest, exc: Any) -> HttpResponse:
     # A model's DoesNotExist names the query; say only what was asked for.
     detail = str(exc) if isinstance(exc, WorkflowNotFoundError) else "not found"
@@ -208,6 +217,7 @@ for error, status in ERROR_STATUS.items():
     api.add_exception_handler(error, _answer(status))
 api.add_exception_handler(HttpError, _http_error)
 api.add_exception_handler(StaleEpochError, _stale_epoch)
+api.add_exception_handler(BulkCountChangedError, _bulk_count_changed)
 api.add_exception_handler(WorkflowNotFoundError, _not_found)
 api.add_exception_handler(ObjectDoesNotExist, _not_found)
 api.add_exception_handler(OperationalError, _database_unavailable)

@@ -153,6 +153,12 @@ def own_read() -> Expect:
     )
 
 
+def bulk_write(done: int) -> Expect:
+    """A bulk job's write (the preview too) needs claims.bulk_operate besides the action's
+    permission; the operator role lacks it (and so do its tokens): only the superuser may."""
+    return drain_write(done, api=True)
+
+
 def docs() -> Expect:
     return lambda role, read_only: 302 if role in NO_SESSION else 200
 
@@ -206,6 +212,7 @@ BULK_RELEASE = {"reason": "matrix", "claims": [{"workflow_id": WF, "expected_epo
 REASON = {"reason": "matrix"}
 SAVED_QUERY = "/api/v1/saved-queries/{saved_query_pk}"
 SAVE_VIEW = {"name": "matrix", "list_name": "claims", "query": 'state = "live"'}
+BULK = {"list": "claims", "query": 'engine = "e-1"', "action": "release"}
 
 
 def engine_page_action(name: str, done: Expect, data: dict[str, Any]) -> list[Case]:
@@ -352,6 +359,34 @@ CASES: list[Case] = [
         SAVED_QUERY,
         own_write(204, others=404, api=True),
     ),
+    # bulk jobs; the scene's job is done, so a permitted pause, resume or abort meets that, 409
+    Case("api/v1/bulk-jobs/preview", "POST", "/api/v1/bulk-jobs/preview", bulk_write(200), BULK),
+    Case("api/v1/bulk-jobs", "POST", "/api/v1/bulk-jobs", bulk_write(201), {**BULK, **REASON}),
+    Case("api/v1/bulk-jobs", "GET", "/api/v1/bulk-jobs", api_read()),
+    Case("api/v1/bulk-jobs/<job_id>", "GET", "/api/v1/bulk-jobs/{bulk_job_pk}", api_read()),
+    Case(
+        "api/v1/bulk-jobs/<job_id>/items",
+        "GET",
+        "/api/v1/bulk-jobs/{bulk_job_pk}/items",
+        api_read(),
+    ),
+    Case(
+        "api/v1/bulk-jobs/<job_id>/items",
+        "GET",
+        "/api/v1/bulk-jobs/{bulk_job_pk}/items?format=csv",
+        api_read(),
+        label="csv",
+    ),
+    *[
+        Case(
+            f"api/v1/bulk-jobs/<job_id>/{verb}",
+            "POST",
+            f"/api/v1/bulk-jobs/{{bulk_job_pk}}/{verb}",
+            bulk_write(409),
+            REASON,
+        )
+        for verb in ("pause", "resume", "abort")
+    ],
     # A method a route does not declare is 405 for everyone, before any credential.
     Case("api/v1/claims", "DELETE", "/api/v1/claims", anyone(405)),
     Case(
