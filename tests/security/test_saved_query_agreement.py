@@ -19,7 +19,7 @@ from tests import factories
 
 pytestmark = pytest.mark.django_db
 
-GOOD = {"name": "stuck", "list_name": "claims", "query": 'state = "expired"'}
+GOOD: dict[str, Any] = {"name": "stuck", "list_name": "claims", "query": 'state = "expired"'}
 
 
 @dataclass(frozen=True)
