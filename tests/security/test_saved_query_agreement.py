@@ -27,7 +27,7 @@ class Refusal:
     label: str
     page_status: int
     api_status: int
-    says: str  # the rule's words, on the page and in the API's detail (None: 404's own)
+    says: str  # the rule's words, on the page and in the API's detail ("": a 404 says its own)
     form: dict[str, Any] | None = None  # a save; None: a delete of the scene's query
     whose: str = "alice"  # "bob": the query to delete is bob's
     shared: bool = False
