@@ -185,9 +185,7 @@ def test_create_freezes_the_selection_and_answers_201_with_the_job(bulker_client
     ]
 
 
-def test_a_create_sent_again_under_its_request_key_answers_the_first_job(
-    bulker_client, sent_runs
-):
+def test_a_create_sent_again_under_its_request_key_answers_the_first_job(bulker_client, sent_runs):
     """The answer to a create was lost: the client sends it again, and gets the same job."""
     make_fleet(3)
     body = {**JOB, "expected_count": 3, "request_key": "incident-42"}
