@@ -93,7 +93,9 @@ def bulk_job_create_route(request: HttpRequest, payload: BulkJobIn) -> Status[Bu
     """Freeze the workflows the query selects, each at its claim epoch, into a queued job
     that acts on them in chunks, fenced on those epochs. Above 100 workflows `expected_count`
     (the preview's count) is required; a count other than it answers 409 with `previewed`
-    and `frozen`, and nothing is kept, unless `accept_count_change` is true."""
+    and `frozen`, and nothing is kept, unless `accept_count_change` is true. A `request_key`
+    (the client's name for the request) makes a create sent again, after its answer was
+    lost, return the job the first one created."""
     actor = check_bulk_write(request, payload.action)
     job = bulk_job_create(
         BulkRequest(
