@@ -55,6 +55,9 @@ STATE_RULES = re.compile(
             # engine for an action other than takeover, a CSV asked a page of.
             r"selects no workflows|the most one job may act on|confirmed with the count"
             r"|only a takeover names a target engine|takes no cursor or limit",
+            # A saved query (claims/services/saved_queries.py): a name or a query that is
+            # blank once trimmed, or a query longer than a list reads once written out.
+            r"a saved query needs a (name|query)|more than the \d+ a list reads",
         )
     )
 )

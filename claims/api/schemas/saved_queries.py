@@ -14,13 +14,13 @@ from claims.query import MAX_LENGTH as QUERY_MAX_LENGTH
 from .common import BodyIn, fields_from
 
 ListName = Literal["claims", "workflows"]
-# Loose bounds on what is read at all; the service's rules (a name of at most 100
-# characters once stripped, a query that parses) answer 422 with their own words.
-NAME_BODY_MAX = 1_000
+# The service's bound on a name (claims/services/saved_queries.py), in the schema so a
+# client sees it; a blank name and a query that does not parse are the service's to refuse.
+NAME_MAX = 100
 
 
 class SavedQueryIn(BodyIn):
-    name: str = Field(max_length=NAME_BODY_MAX)
+    name: str = Field(min_length=1, max_length=NAME_MAX)
     list_name: ListName
     query: str = Field(max_length=QUERY_MAX_LENGTH)
     shared: StrictBool = False
@@ -29,7 +29,7 @@ class SavedQueryIn(BodyIn):
 class SavedQueryPatchIn(BodyIn):
     """What to change; what is left out stays."""
 
-    name: str | None = Field(None, max_length=NAME_BODY_MAX)
+    name: str | None = Field(None, min_length=1, max_length=NAME_MAX)
     query: str | None = Field(None, max_length=QUERY_MAX_LENGTH)
     shared: StrictBool | None = None
 
