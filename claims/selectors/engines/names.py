@@ -20,19 +20,25 @@ class _InArrayOf(Lookup):
     """``field = ANY(ARRAY(subquery))`` on PostgreSQL: the subquery runs once, before the
     scan, and its ids probe the field's index. ``field IN (subquery)`` beside another term
     of an OR is a "hashed SubPlan" the planner can only filter with, over every row (a
-    sequential scan of a million claims to count one engine's). SQLite: ``IN``."""
+    sequential scan of a million claims to count one engine's). SQLite: ``IN``. Both say
+    false, not unknown, for a null field, so that under a NOT (``NOT engine = "x"``) the
+    rows with no engine are kept, as Django keeps them for its own lookups."""
 
     lookup_name = "in_array_of"
 
     def as_sql(self, compiler: SQLCompiler, connection: BaseDatabaseWrapper) -> Any:
         lhs, lhs_params = self.process_lhs(compiler, connection)
         rhs, rhs_params = self.process_rhs(compiler, connection)
-        return f"{lhs} = ANY(ARRAY{rhs})", (*lhs_params, *rhs_params)
+        return f"({lhs} = ANY(ARRAY{rhs}) AND {lhs} IS NOT NULL)", (
+            *lhs_params,
+            *rhs_params,
+            *lhs_params,
+        )
 
     def as_sqlite(self, compiler: SQLCompiler, connection: BaseDatabaseWrapper) -> Any:
         lhs, lhs_params = self.process_lhs(compiler, connection)
         rhs, rhs_params = self.process_rhs(compiler, connection)
-        return f"{lhs} IN {rhs}", (*lhs_params, *rhs_params)
+        return f"({lhs} IN {rhs} AND {lhs} IS NOT NULL)", (*lhs_params, *rhs_params, *lhs_params)
 
 
 def engine_condition(field: str, value: str) -> Q:

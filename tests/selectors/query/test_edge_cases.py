@@ -74,3 +74,20 @@ def test_wildcards_and_unicode_are_plain_text(text):
         factories.make_claim(workflow_id, engine=None)
     wanted = sorted(w for w in ("wf-1", "w_-%é") if matches(parse(text), {"id": w}, now))
     assert _selected(text, now) == wanted
+
+
+@pytest.mark.parametrize("engine", ["e-1", "engine1@host-a"])
+def test_not_engine_keeps_the_claims_no_engine_holds(engine):
+    """``NOT engine = x`` lists every claim x does not hold, the ownerless ones too: an
+    engine condition is false, not unknown, where the holder is null (by id or by name),
+    as the reference (claims.query.matches) says."""
+    factories.make_engine("e-1", name="engine1@host-a")
+    factories.make_engine("e-2", name="engine2@host-a")
+    for workflow_id, holder in (("wf-1", "e-1"), ("wf-2", "e-2"), ("wf-3", None)):
+        factories.make_workflow(workflow_id)
+        factories.make_claim(workflow_id, engine=holder)
+
+    assert _selected(f'engine = "{engine}"', 0) == ["wf-1"]
+    assert _selected(f'NOT engine = "{engine}"', 0) == ["wf-2", "wf-3"]
+    # != asks for an engine that is another one: a claim with none is not listed.
+    assert _selected(f'engine != "{engine}"', 0) == ["wf-2"]
