@@ -3,6 +3,8 @@ from django.urls import path
 from claims import views
 from claims.views import id_paths  # noqa: F401  (registers the pageid converter)
 from claims.views.action_kinds import ACTIONS
+from claims.views.bulk_jobs import bulk_items_csv, bulk_job, bulk_job_control, bulk_jobs
+from claims.views.bulk_new import bulk_new
 from claims.views.saved_views import saved_view_create, saved_view_delete
 from claims.views.workflow_list import workflows
 
@@ -25,6 +27,14 @@ urlpatterns = [
     path("saved-views/", saved_view_create, name="saved_view_create"),
     path("saved-views/<int:saved_query_id>/delete", saved_view_delete, name="saved_view_delete"),
     path("engine-floor/", views.engine_floor, name="engine_floor"),
+    path("bulk/", bulk_jobs, name="bulk_jobs"),
+    path("bulk/new", bulk_new, name="bulk_new"),
+    path("bulk/<int:job_id>/", bulk_job, name="bulk_job"),
+    path("bulk/<int:job_id>/items.csv", bulk_items_csv, name="bulk_items_csv"),
+]
+urlpatterns += [
+    path(f"bulk/<int:job_id>/{verb}", bulk_job_control, {"verb": verb}, name=f"bulk_{verb}")
+    for verb in ("pause", "resume", "abort")
 ]
 
 # One URL per workflow action, named after it: what each does is in views/action_kinds.py.

@@ -36,6 +36,7 @@ class AuditFilters:
     since_ms: int | None = None
     until_ms: int | None = None
     operator_only: bool = False
+    bulk_job: int | None = None  # the events one bulk job wrote (ClaimEvent.bulk_job_id)
 
 
 @dataclass(frozen=True)
@@ -57,6 +58,8 @@ def _events(filters: AuditFilters) -> QuerySet[ClaimEvent]:
         rows = rows.filter(actor__isnull=False)
     if filters.prefix:
         rows = rows.filter(workflow_id__startswith=filters.prefix)
+    if filters.bulk_job is not None:
+        rows = rows.filter(bulk_job_id=filters.bulk_job)  # (bulk_job_id, id) serves it
     if filters.since_ms is not None:
         rows = rows.filter(at_ms__gte=filters.since_ms)
     if filters.until_ms is not None:

@@ -40,6 +40,7 @@ def _filters(request: HtmxHttpRequest) -> AuditFilters:
         since_ms=since_ms,
         until_ms=until_ms,
         operator_only=params.get("operator") == "1",
+        bulk_job=optional_positive_int(params, "bulk_job", what="bulk_job"),
     )
 
 

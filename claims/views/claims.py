@@ -20,6 +20,7 @@ from claims.selectors.claims.listing import ClaimPage, workflow_id_known
 from claims.selectors.claims.sorting import CURSOR_MAX_LENGTH, SORT_KEYS, ClaimSort
 from claims.selectors.engines.listing import live_engine_statuses
 
+from .bulk_new import act_on_all_link
 from .inputs import optional_choice, optional_prefix, optional_text, workflow_id_param
 from .pages import operator_page, render_page
 from .permissions import FORCE_CLAIM, action_refusal
@@ -122,6 +123,7 @@ def claims(request: HtmxHttpRequest) -> HttpResponse:
         "jumped": bool(params.get("jumped")),
         "cursor": cursor,
         "refusal": action_refusal(request.user, FORCE_CLAIM),
+        "act_on_all": act_on_all_link("claims", picked, typed),
     }
     status = 400 if typed.error is not None else 200
     return render_page(

@@ -25,6 +25,7 @@ from claims.selectors.workflows.listing import (
 )
 from claims.workflow_types import WORKFLOW_TYPE_MAX_LENGTH, registered_types
 
+from .bulk_new import act_on_all_link
 from .inputs import optional_choice, optional_text, utc_range_ms
 from .pages import operator_page, render_page
 from .query_text import query_box, query_input, workflow_filters_as_query
@@ -82,6 +83,7 @@ def workflows(request: HtmxHttpRequest) -> HttpResponse:
         ),
         "cursor": cursor,
         "count_cap": f"{COUNT_CAP:,}",
+        "act_on_all": act_on_all_link("workflows", picked, typed),
     }
     status = 400 if typed.error is not None else 200
     return render_page(

@@ -109,6 +109,12 @@ def drain_write(done: int, *, api: bool = False) -> Expect:
     return expect
 
 
+def bulk_page_write(done: int) -> Expect:
+    """A bulk job started or steered from the pages needs claims.bulk_operate, which the
+    operator role lacks: only the superuser may, and not in read-only mode."""
+    return drain_write(done)
+
+
 def api_read() -> Expect:
     return lambda role, read_only: 401 if role == "anonymous" else 200
 
@@ -210,6 +216,14 @@ RELEASE = {"expected_epoch": 3, "reason": "matrix"}
 TAKEOVER = {"expected_epoch": 3, "target_engine_id": "e-2", "reason": "matrix"}
 BULK_RELEASE = {"reason": "matrix", "claims": [{"workflow_id": WF, "expected_epoch": 3}]}
 REASON = {"reason": "matrix"}
+BULK_CONFIRM = {
+    "request_key": "matrix-request-key-0001",
+    "list": "claims",
+    "query": 'id = "wf-1"',
+    "action": "release",
+    "reason": "matrix",
+    "previewed_count": "1",
+}
 SAVED_QUERY = "/api/v1/saved-queries/{saved_query_pk}"
 SAVE_VIEW = {"name": "matrix", "list_name": "claims", "query": 'state = "live"'}
 BULK = {"list": "claims", "query": 'engine = "e-1"', "action": "release"}
@@ -288,6 +302,24 @@ CASES: list[Case] = [
         "/saved-views/{saved_query_pk}/delete",
         own_write(303, others=404),
     ),
+    # bulk jobs: the scene's job is done, so pausing, resuming or aborting it is a 409
+    Case("bulk/", "GET", "/bulk/", page()),
+    Case("bulk/", "GET", "/bulk/", page(), htmx=True, label="fragment"),
+    Case("bulk/new", "GET", "/bulk/new?query=engine+%3D+%22e-1%22&action=release", page()),
+    Case("bulk/new", "POST", "/bulk/new", bulk_page_write(303), data=BULK_CONFIRM),
+    Case("bulk/<int:job_id>/", "GET", "/bulk/{bulk_job_pk}/", page()),
+    Case("bulk/<int:job_id>/", "GET", "/bulk/{bulk_job_pk}/", page(), htmx=True, label="fragment"),
+    Case("bulk/<int:job_id>/items.csv", "GET", "/bulk/{bulk_job_pk}/items.csv", page()),
+    *[
+        Case(
+            f"bulk/<int:job_id>/{verb}",
+            "POST",
+            f"/bulk/{{bulk_job_pk}}/{verb}",
+            bulk_page_write(409),
+            data=REASON,
+        )
+        for verb in ("pause", "resume", "abort")
+    ],
     # The page frame's engine-floor alert, polled on its own.
     Case("engine-floor/", "GET", "/engine-floor/", page(), htmx=True, label="fragment"),
     # outside the login

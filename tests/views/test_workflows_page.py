@@ -13,8 +13,9 @@ pytestmark = pytest.mark.django_db
 
 # what every signed-in page reads (session, user, ...), then the page, beat's snapshot (none
 # here) and the counts per status, and the saved views strip (the user's and the shared
-# saved queries, with their owners: one more)
-QUERIES = 7
+# saved queries, with their owners: one more), and the user's permissions (two), which
+# decide whether "Act on all…" is shown
+QUERIES = 9
 
 FAILURE = {
     "type": "PaymentGatewayError",
