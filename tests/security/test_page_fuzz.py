@@ -43,8 +43,18 @@ pytestmark = pytest.mark.django_db
 SCALE = int(os.environ.get("WEFTBOARD_PAGE_FUZZ_SCALE", "1") or "1")
 # Routes of the site that are not the operator pages' and that the fuzz leaves alone:
 # the admin, the sign-in pages and the API have their own tests and fuzz, and so do the
-# saved views' forms, which only take a POST (tests/views/test_saved_views.py).
-NOT_PAGES = ("admin:", "login", "logout", "api-", "claims:saved_view_")
+# saved views' forms and a bulk job's pause, resume and abort, which only take a POST
+# (tests/views/test_saved_views.py, test_bulk_pages.py).
+NOT_PAGES = (
+    "admin:",
+    "login",
+    "logout",
+    "api-",
+    "claims:saved_view_",
+    "claims:bulk_pause",
+    "claims:bulk_resume",
+    "claims:bulk_abort",
+)
 
 
 class Captured(logging.Handler):

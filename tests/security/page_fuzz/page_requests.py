@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from django.urls import reverse
+from django.urls import NoReverseMatch, reverse
 from hypothesis import strategies as st
 
 from claims.views.id_paths import escape_id
@@ -19,6 +19,7 @@ WHO = ("operator", "operator", "viewer", "anonymous")
 # What reverse() leaves unescaped in a path (django.urls.resolvers).
 PATH_SAFE = "!$&'()*+,;=/~:@"
 PLACEHOLDER = "PLACEHOLDER"
+NUMBER_PLACEHOLDER = 987654321987
 
 
 @dataclass(frozen=True)
@@ -56,7 +57,12 @@ def _request(path: str, query: str, headers: dict[str, str], who: str, cookies: 
 def _path(route: Route, scene: Scene) -> st.SearchStrategy[str]:
     if route.path_id is None:
         return st.just(reverse(route.name))
-    prefix, suffix = reverse(route.name, args=[PLACEHOLDER]).split(PLACEHOLDER)
+    try:
+        prefix, suffix = reverse(route.name, args=[PLACEHOLDER]).split(PLACEHOLDER)
+    except NoReverseMatch:  # a number in the path (<int:...>): split around one
+        prefix, suffix = reverse(route.name, args=[NUMBER_PLACEHOLDER]).split(
+            str(NUMBER_PLACEHOLDER)
+        )
     ids = with_hostile(route.path_id(scene))
     # As the pages link it (dot segments escaped), as a person might type it, or raw.
     segment = st.one_of(

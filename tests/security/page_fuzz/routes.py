@@ -11,7 +11,13 @@ from dataclasses import dataclass, field
 
 from hypothesis import strategies as st
 
-from claims.models import ClaimEventKind, EngineStatus, WorkflowStatus
+from claims.models import (
+    BulkAction,
+    BulkItemOutcome,
+    ClaimEventKind,
+    EngineStatus,
+    WorkflowStatus,
+)
 from claims.query import format_query
 from claims.selectors.claims.conditions import CLAIM_FILTERS
 from claims.selectors.claims.sorting import SORT_KEYS
@@ -72,6 +78,10 @@ def _workflow_ids(scene: Scene) -> st.SearchStrategy[Value]:
     return st.sampled_from([*scene.workflow_ids, *scene.claim_only_ids, "wf-never"])
 
 
+def _bulk_job_ids(_: Scene) -> st.SearchStrategy[Value]:
+    return st.sampled_from(["1", "2", "9007199254740991"])
+
+
 @dataclass(frozen=True)
 class Param:
     name: str
@@ -99,6 +109,7 @@ SINCE = Param("since", _datetimes)
 UNTIL = Param("until", _datetimes)
 ENGINE = Param("engine", _engine_ids)
 PREFIX = Param("prefix", _workflow_prefix)
+OUTCOME = Param("outcome", lambda _: st.sampled_from([*BulkItemOutcome.values, "lost"]))
 
 
 def _queries(_: Scene) -> st.SearchStrategy[Value]:
@@ -184,10 +195,32 @@ ROUTES: tuple[Route, ...] = (
             Param("operator", one_of("1", "0", "")),
             Param("format", one_of("csv", "html")),
             Param("cursor", lambda scene: st.sampled_from(scene.audit_cursors or ("1",))),
+            Param("bulk_job", _bulk_job_ids),
         ),
         fragments=("audit-live",),
     ),
     Route("claims:engine_floor"),
+    # Bulk jobs. The fuzz's scene holds none: ids of no job (404) and the first ids a
+    # job would take; the pages' own tests cover a job's every state.
+    Route("claims:bulk_jobs", fragments=("bulk-jobs-live",)),
+    Route(
+        "claims:bulk_job",
+        path_id=_bulk_job_ids,
+        params=(OUTCOME, Param("cursor", lambda _: st.sampled_from(["1", "0", "x", "-1"]))),
+        fragments=("bulk-job-live", "bulk-items"),
+    ),
+    Route("claims:bulk_items_csv", path_id=_bulk_job_ids, params=(OUTCOME,)),
+    Route(
+        "claims:bulk_new",
+        params=(
+            Param("list", one_of("claims", "workflows")),
+            Param("query", _queries),
+            Param("action", one_of(*BulkAction.values)),
+            Param("target_engine_id", _engine_ids),
+            Param("rate_per_s", one_of("", "100", "0", "x")),
+            Param("reason", one_of("", "INC-1: engine lost")),
+        ),
+    ),
     *(
         Route(
             f"claims:{action}",
