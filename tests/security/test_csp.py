@@ -49,7 +49,8 @@ def test_swagger_ui_comes_from_our_static_files(staff_client):
 
     assert "/static/ninja/swagger-ui-bundle.js" in html
     assert "/static/ninja/swagger-ui.css" in html
-    assert "cdn" not in html.lower()
+    # "cdn." rather than "cdn": the page's random CSRF token may hold those three letters.
+    assert "cdn." not in html.lower()
     assert "https://" not in html
     bundle = staff_client.get("/static/ninja/swagger-ui-bundle.js")
     bundle.close()  # a file response: give the file back
