@@ -174,19 +174,24 @@ def _renew_beside_job(
     return times
 
 
-def run(*, binding: bool) -> tuple[dict[str, Any], Section, list[Target]]:
-    now_ms, _ = fleet_now()
+def _seed_held(now_ms: int, total: int, *, engines: int) -> dict[str, Any]:
+    """A fresh fleet of ``total`` claims, every one held by ``engines`` live engines."""
     clear()
-    seed(
+    return seed(
         Layout(
-            total=RELEASED,
+            total=total,
             now_ms=now_ms,
             ttl_ms=TIMING.ttl_ms,
             renew_interval_ms=TIMING.renew_interval_ms,
-            held=RELEASED,
-            live_engines=1,
+            held=total,
+            live_engines=engines,
         )
     )
+
+
+def run(*, binding: bool) -> tuple[dict[str, Any], Section, list[Target]]:
+    now_ms, _ = fleet_now()
+    _seed_held(now_ms, RELEASED, engines=1)
     clock, registries = _engines()
     analyze()
     rows = list(
@@ -312,17 +317,7 @@ def run(*, binding: bool) -> tuple[dict[str, Any], Section, list[Target]]:
 def run_million(*, binding: bool) -> tuple[dict[str, Any], Section, list[Target]]:
     """The freeze of every one of a million claims, and an indexed query's preview."""
     now_ms, timing = fleet_now()
-    clear()
-    seeded = seed(
-        Layout(
-            total=MILLION,
-            now_ms=now_ms,
-            ttl_ms=TIMING.ttl_ms,
-            renew_interval_ms=TIMING.renew_interval_ms,
-            held=MILLION,
-            live_engines=MILLION_ENGINES,
-        )
-    )
+    seeded = _seed_held(now_ms, MILLION, engines=MILLION_ENGINES)
     analyze()
     indexed = parse('engine = "bench-live-7"')
     previews = []

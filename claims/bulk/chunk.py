@@ -93,10 +93,11 @@ def act_on_chunk(
 ) -> ChunkResult:
     """Judge and act on ``items``; the caller holds the transaction and saves the job."""
     ids = [item.workflow_id for item in items]
-    claims, claims_busy = _lock_claims(ids)
-    if ACTION_RULES[job.action].new_status is not None or any(
+    lock_workflows = ACTION_RULES[job.action].new_status is not None or any(
         item.frozen_epoch == 0 for item in items
-    ):
+    )
+    claims, claims_busy = _lock_claims(ids, with_status=not lock_workflows)
+    if lock_workflows:
         workflows, workflows_busy = _lock_workflows(ids)
     else:
         # Release and takeover of claimed workflows write the claim alone: its lock keeps
@@ -159,10 +160,15 @@ def _save_outcomes(judged: list[ChunkItem]) -> None:
         )
 
 
-def _lock_claims(ids: list[str]) -> tuple[dict[str, _Claim], set[str]]:
-    """The claim rows of ``ids`` this chunk could lock, with their workflow's status, and
-    the ids of rows another writer holds (they exist, but SKIP LOCKED passed them over)."""
-    status = Workflow.objects.filter(workflow_id=OuterRef("workflow_id")).values("status")
+def _lock_claims(ids: list[str], *, with_status: bool) -> tuple[dict[str, _Claim], set[str]]:
+    """The claim rows of ``ids`` this chunk could lock (with their workflow's status, read
+    here unless the chunk locks the workflow rows and reads it there), and the ids of rows
+    another writer holds (they exist, but SKIP LOCKED passed them over)."""
+    status: Any = Value(None, output_field=CharField())
+    if with_status:
+        status = Subquery(
+            Workflow.objects.filter(workflow_id=OuterRef("workflow_id")).values("status")[:1]
+        )
     locked = {
         workflow_id: _Claim(epoch, held, status)
         for workflow_id, epoch, held, status in WorkflowClaim.objects.select_for_update(
@@ -172,7 +178,7 @@ def _lock_claims(ids: list[str]) -> tuple[dict[str, _Claim], set[str]]:
         .order_by("workflow_id")
         .annotate(
             held=ExpressionWrapper(HOLDER_PRESENT, output_field=BooleanField()),
-            workflow_status=Subquery(status[:1]),
+            workflow_status=status,
         )
         .values_list("workflow_id", "epoch", "held", "workflow_status")
     }
