@@ -6,9 +6,16 @@ import os
 from typing import Any
 
 import pytest
+from django.conf import settings
 from django.core.cache import caches
 from django.core.cache.backends.redis import RedisCache
 from django.test import Client
+
+
+def pytest_configure() -> None:
+    from tests import suite_settings
+
+    suite_settings.apply(settings)
 
 
 def require_service(name: str, reachable: bool, reason: str) -> None:
