@@ -10,15 +10,17 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
 import pytest
 from axes.models import AccessAttempt
 from django.contrib import admin
+from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group, Permission
 from django.core.cache import cache
+from django.db import transaction
 from django.test import Client
 from django.urls import URLPattern, URLResolver, get_resolver
 from django.utils import timezone
@@ -566,7 +568,8 @@ for _model, (_kind, _obj) in ADMIN_MODELS.items():
 
 def scene(django_user_model: Any) -> dict[str, Any]:
     """One running workflow held at epoch 3 by e-1, a second live engine, an active
-    backfill, a token, a locked-out attempt: every object a row above names."""
+    backfill, a token, a locked-out attempt: every object a row above names (the users
+    are made first, by ``make_users``)."""
     from axes.models import AccessFailureLog, AccessLog
     from django.contrib.contenttypes.models import ContentType
 
@@ -688,27 +691,59 @@ def scene(django_user_model: Any) -> dict[str, Any]:
     }
 
 
-def client_for(role: str, django_user_model: Any) -> Client:
+def make_users(django_user_model: Any) -> dict[str, Any]:
+    """A user for each signed-in role, and a secret for each token role (the operator's)."""
     operator = django_user_model.objects.create_user("operator")
     operator.user_permissions.set(
         Permission.objects.filter(
             content_type__app_label="claims", codename__in=OPERATOR_PERMISSIONS
         )
     )
-    users = {
-        "no-permission": lambda: django_user_model.objects.create_user("nobody"),
-        "operator": lambda: operator,
-        "staff": lambda: django_user_model.objects.create_user("staff", is_staff=True),
-        "superuser": lambda: django_user_model.objects.create_superuser("root"),
+    return {
+        "no-permission": django_user_model.objects.create_user("nobody"),
+        "operator": operator,
+        "staff": django_user_model.objects.create_user("staff", is_staff=True),
+        "superuser": django_user_model.objects.create_superuser("root"),
+        "read-token": api_token_mint(ApiToken(name="read-token", user=operator, scope="read")),
+        "write-token": api_token_mint(ApiToken(name="write-token", user=operator, scope="write")),
     }
+
+
+def client_for(role: str, users: dict[str, Any]) -> Client:
     client = Client()
-    if role in users:
-        client.force_login(users[role]())
-    elif role.endswith("-token"):
-        scope = "read" if role == "read-token" else "write"
-        secret = api_token_mint(ApiToken(name=role, user=operator, scope=scope))
-        client.defaults["HTTP_AUTHORIZATION"] = f"Bearer {secret}"
+    if role.endswith("-token"):
+        client.defaults["HTTP_AUTHORIZATION"] = f"Bearer {users[role]}"
+    elif role in users:
+        client.force_login(users[role])
     return client
+
+
+@dataclass(frozen=True)
+class World:
+    users: dict[str, Any]
+    ids: dict[str, Any]
+
+
+@pytest.fixture(scope="module")
+def world(django_db_setup: None, django_db_blocker: Any) -> Iterator[World]:
+    """The users and the scene, made once for the module's thousands of cases inside a
+    transaction that is never committed. Each case runs in a savepoint of it (as Django's
+    ``setUpTestData`` does), so whatever one case writes is gone before the next."""
+    user_model = get_user_model()
+    with django_db_blocker.unblock(), transaction.atomic():
+        users = make_users(user_model)
+        yield World(users, scene(user_model))
+        transaction.set_rollback(True)
+
+
+def bring_to_now() -> None:
+    """The scene's engines beat a second ago and its claim is live for another minute, as
+    when it was made: a module's cases take longer than that."""
+    now = fleet_clock()()
+    Engine.objects.update(heartbeat_at_ms=now - 1_000)
+    WorkflowClaim.objects.filter(workflow_id=WF).update(
+        holder_claimed_at_ms=now - 1_000, holder_expires_at_ms=now + 60_000
+    )
 
 
 def send(client: Client, case: Case, ids: dict[str, Any]) -> int:
@@ -739,13 +774,13 @@ def send(client: Client, case: Case, ids: dict[str, Any]) -> int:
 @pytest.mark.parametrize("read_only", [False, True], ids=["normal", "read-only"])
 @pytest.mark.parametrize("role", ROLES)
 @pytest.mark.parametrize("case", CASES, ids=[case.id for case in CASES])
-def test_route_answers_each_role(case, role, read_only, django_user_model, settings):
+def test_route_answers_each_role(case, role, read_only, world, settings):
     cache.clear()  # the API write limit counts across tests otherwise
     settings.WEFTBOARD_READ_ONLY = READ_ONLY_REASON if read_only else ""
-    client = client_for(role, django_user_model)
-    ids = scene(django_user_model)
+    bring_to_now()
+    client = client_for(role, world.users)
 
-    status = send(client, case, ids)
+    status = send(client, case, world.ids)
 
     assert status == case.expect(role, read_only), f"{case.id} as {role}"
 
