@@ -139,15 +139,33 @@ def adopt_many(claims: list[tuple[str, int]]) -> int:
 @shared_task(name="claims.bulk_run", acks_late=True, ignore_result=True)
 def bulk_run(job_id: int) -> str:
     """Run or resume one bulk job; idempotent, so a redelivery is harmless."""
+    from claims.bulk import BulkHooks
     from claims.bulk import bulk_run as run_job
 
-    return run_job(int(job_id)).status
+    return run_job(int(job_id), hooks=BulkHooks(send_adopts=send_adopts)).status
 
 
 @shared_task(name="claims.bulk_run_due", ignore_result=True)
 def bulk_run_due() -> str | None:
     """Beat: start a queued bulk job, or resume one whose runner died."""
+    from claims.bulk import BulkHooks
     from claims.bulk import bulk_run_due as run_due
 
-    job = run_due()
+    job = run_due(hooks=BulkHooks(send_adopts=send_adopts))
     return None if job is None else job.status
+
+
+def send_adopts(adopt: dict[str, list[tuple[str, int]]]) -> None:
+    """A bulk takeover chunk's adopt messages, once it committed: one per engine. A broker
+    that is down loses only the message (the engine's audit or reclaim takes the claims up)."""
+    for queue, claims in adopt.items():
+        try:
+            adopt_many.apply_async(args=(claims,), queue=queue, retry=False)
+        except Exception as error:
+            logger.warning(
+                "bulk takeover of %d claims committed, but the adopt message to %s could not be"
+                " sent (%s); the engine's reclaim pass takes them up",
+                len(claims),
+                queue,
+                error,
+            )

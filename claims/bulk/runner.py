@@ -77,7 +77,8 @@ class BulkHooks:
       crash lands here, and rolls the chunk back);
     - ``between_chunks(job, chunk_seconds, acted)``: after a chunk committed; default the
       rate cap, or on SQLite a pause as long as the chunk held the write lock;
-    - ``send_adopts(adopt)``: the adopt messages of a takeover chunk, once committed;
+    - ``send_adopts(adopt)``: the adopt messages of a takeover chunk, once committed (the
+      Celery tasks send them; without it, each engine's reclaim pass takes its claims up);
     - ``lease()``: the bulk runner lease."""
 
     after_lock: Callable[[BulkJob, int, Sequence[ChunkItem]], None] = _nothing
@@ -198,9 +199,8 @@ def _run_chunk(job_id: int, size: int, chunk_number: int, hooks: BulkHooks) -> t
         result = act_on_chunk(job, items, now_ms=now_ms, timing=timing)
         hooks.before_commit(job, chunk_number)
         _save_progress(job_id, items[-1].id, result)
-        if result.adopt:
-            send = hooks.send_adopts or send_adopts
-            transaction.on_commit(partial(send, result.adopt))
+        if result.adopt and hooks.send_adopts is not None:
+            transaction.on_commit(partial(hooks.send_adopts, result.adopt))
     return _Step.CONTINUE, result.done + result.moved + result.refused
 
 
@@ -234,24 +234,6 @@ def _sweep_again(job_id: int, sweeps: int) -> bool:
         job.cursor = 0
         job.save(update_fields=["cursor"])
         return True
-
-
-def send_adopts(adopt: dict[str, list[tuple[str, int]]]) -> None:
-    """One adopt message per engine per chunk, sent once the chunk committed; a broker that
-    is down loses only the message (the engine's audit or reclaim takes the claims up)."""
-    from claims.tasks import adopt_many
-
-    for queue, claims in adopt.items():
-        try:
-            adopt_many.apply_async(args=(claims,), queue=queue, retry=False)
-        except Exception as error:
-            logger.warning(
-                "bulk takeover of %d claims committed, but the adopt message to %s could not be"
-                " sent (%s); the engine's reclaim pass takes them up",
-                len(claims),
-                queue,
-                error,
-            )
 
 
 def _fail(job_id: int, error: Exception) -> None:

@@ -7,8 +7,8 @@ from dataclasses import dataclass
 from itertools import cycle
 
 from claims.models import Engine, EngineStatus
+from claims.protocol.sessions import open_session_epoch
 from claims.protocol.timing import ClaimTiming
-from claims.services.sessions import open_session_epoch
 from claims.store import OrmClaimStore
 
 _store = OrmClaimStore()

@@ -33,12 +33,12 @@ from claims.protocol.errors import (
 )
 from claims.protocol.ids import check_engine_id, check_workflow_id
 from claims.protocol.records import ClaimRow
+from claims.protocol.sessions import open_session_epoch
 from claims.protocol.transitions import check_expected_epoch, is_expected_epoch
 from claims.store import OrmClaimStore
 from claims.store.workflows import lock_claim_then_workflow
 
 from .rules import operator_reason, refuse_if_read_only
-from .sessions import open_session_epoch
 
 logger = logging.getLogger("weftboard.claims")
 

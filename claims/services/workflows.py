@@ -29,6 +29,7 @@ from claims.protocol.errors import (
 )
 from claims.protocol.ids import check_new_workflow_id, check_workflow_id
 from claims.protocol.records import GrantPlan
+from claims.protocol.sessions import open_session_epoch
 from claims.protocol.text import check_json_text
 from claims.protocol.transitions import carry_out_grant, check_expected_epoch
 from claims.store import OrmClaimStore
@@ -40,7 +41,6 @@ from .rules import (
     refuse_if_read_only,
     registered_workflow_type,
 )
-from .sessions import open_session_epoch
 
 _store = OrmClaimStore()
 

@@ -1,6 +1,6 @@
-"""Bulk job tests never reach a broker: the run a created job sends, and the adopt
-messages of a takeover, are recorded instead. A test steps into a run through
-``claims.bulk.runner.BulkHooks``."""
+"""Bulk job tests never reach a broker: the run a created job sends is recorded instead. A
+test steps into a run through ``claims.bulk.runner.BulkHooks`` (the adopt messages of a
+takeover too, which the Celery task sends)."""
 
 from __future__ import annotations
 
@@ -14,13 +14,6 @@ from tests import factories
 def sent_runs(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     sent: list[int] = []
     monkeypatch.setattr("claims.services.bulk._start_run", sent.append)
-    return sent
-
-
-@pytest.fixture(autouse=True)
-def sent_adopts(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, list[tuple[str, int]]]]:
-    sent: list[dict[str, list[tuple[str, int]]]] = []
-    monkeypatch.setattr("claims.bulk.runner.send_adopts", sent.append)
     return sent
 
 

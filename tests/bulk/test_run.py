@@ -3,9 +3,13 @@ its cursor, pausable and abortable between chunks."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+from unittest import mock
+
 import pytest
 from django.db import OperationalError, connection, transaction
 
+from claims import tasks
 from claims.bulk import BulkHooks, bulk_run, bulk_run_due, runner
 from claims.models import (
     BulkJob,
@@ -137,8 +141,9 @@ def test_a_workflow_never_claimed_gets_its_first_claim_row():
 
 
 def test_a_takeover_spreads_over_live_engines_with_one_adopt_per_engine_per_chunk(
-    sent_adopts, django_capture_on_commit_callbacks
+    django_capture_on_commit_callbacks,
 ):
+    sent_adopts: list[dict[str, list[tuple[str, int]]]] = []
     make_fleet(6, epoch=2)
     factories.make_engine("e-2")
     factories.make_engine("e-3")
@@ -147,7 +152,9 @@ def test_a_takeover_spreads_over_live_engines_with_one_adopt_per_engine_per_chun
     job = create("takeover")
 
     with django_capture_on_commit_callbacks(execute=True):
-        job = bulk_run(job.pk, chunk_size=4, hooks=NO_PAUSE)
+        job = bulk_run(
+            job.pk, chunk_size=4, hooks=replace(NO_PAUSE, send_adopts=sent_adopts.append)
+        )
 
     assert job.done_count == 6
     holders = dict(WorkflowClaim.objects.values_list("workflow_id", "holder_engine_id"))
@@ -286,3 +293,21 @@ def test_a_rate_cap_bounds_each_chunk():
     )
 
     assert sizes == [2, 2, 1]
+
+
+def test_the_celery_task_sends_each_engine_its_adopt_message_once_the_chunk_committed(
+    django_capture_on_commit_callbacks,
+):
+    make_fleet(2, epoch=2)
+    factories.make_engine("e-2")
+    job = create("takeover", target_engine_id="e-2")
+
+    with (
+        mock.patch("claims.tasks.adopt_many.apply_async") as send,
+        django_capture_on_commit_callbacks(execute=True),
+    ):
+        assert tasks.bulk_run(job.pk) == "done"
+
+    send.assert_called_once_with(
+        args=([("wf-00", 3), ("wf-01", 3)],), queue="engine.e-2", retry=False
+    )
