@@ -21,12 +21,8 @@ from typing import Any
 from django.db import IntegrityError, transaction
 from django.db.models import (
     BigIntegerField,
-    BooleanField,
     CharField,
-    ExpressionWrapper,
     F,
-    OuterRef,
-    Subquery,
     Value,
 )
 from django.db.models.functions import NullIf
@@ -41,11 +37,11 @@ from claims.models import (
     WorkflowClaim,
     WorkflowVisibility,
 )
-from claims.models.claims import HOLDER_PRESENT
 from claims.protocol.timing import ClaimTiming
 
 from .actions import ACTION_RULES, refusal
 from .insert_select import insert_select
+from .locks import LockedWorkflow, lock_claims, lock_workflows, read_workflows
 from .targets import Target, Targets
 
 
@@ -75,35 +71,22 @@ class ChunkItem:
 CHUNK_ITEM_FIELDS = ("id", "workflow_id", "frozen_epoch")
 
 
-@dataclass(frozen=True)
-class _Claim:
-    epoch: int
-    held: bool
-    workflow_status: str | None  # None: the workflow row is gone
-
-
-@dataclass(frozen=True)
-class _Workflow:
-    status: str
-    workflow_type: str | None  # read where the job moves the workflow's status (its index row)
-
-
 def act_on_chunk(
     job: BulkJob, items: Sequence[ChunkItem], *, now_ms: int, timing: ClaimTiming
 ) -> ChunkResult:
     """Judge and act on ``items``; the caller holds the transaction and saves the job."""
     ids = [item.workflow_id for item in items]
-    lock_workflows = ACTION_RULES[job.action].new_status is not None or any(
+    locks_workflows = ACTION_RULES[job.action].new_status is not None or any(
         item.frozen_epoch == 0 for item in items
     )
-    claims, claims_busy = _lock_claims(ids, with_status=not lock_workflows)
-    if lock_workflows:
-        workflows, workflows_busy = _lock_workflows(ids)
+    claims, claims_busy = lock_claims(ids, with_status=not locks_workflows)
+    if locks_workflows:
+        workflows, workflows_busy = lock_workflows(ids)
     else:
         # Release and takeover of claimed workflows write the claim alone: its lock keeps
         # the workflow's status still (a write of the status takes the claim's lock first).
         # A workflow never claimed has no claim row to lock: the branch above locks it.
-        workflows, workflows_busy = _read_workflows(ids, claims), set()
+        workflows, workflows_busy = read_workflows(ids, claims), set()
     targets = (
         Targets(job.target_engine_id, now_ms=now_ms, timing=timing)
         if job.action == BulkAction.TAKEOVER
@@ -158,68 +141,6 @@ def _save_outcomes(judged: list[ChunkItem]) -> None:
         BulkJobItem.objects.filter(id__in=ids).update(
             outcome=outcome, detail=detail, acted_at_ms=acted_at_ms, epoch_after=epoch_after
         )
-
-
-def _lock_claims(ids: list[str], *, with_status: bool) -> tuple[dict[str, _Claim], set[str]]:
-    """The claim rows of ``ids`` this chunk could lock (with their workflow's status, read
-    here unless the chunk locks the workflow rows and reads it there), and the ids of rows
-    another writer holds (they exist, but SKIP LOCKED passed them over)."""
-    status: Any = Value(None, output_field=CharField())
-    if with_status:
-        status = Subquery(
-            Workflow.objects.filter(workflow_id=OuterRef("workflow_id")).values("status")[:1]
-        )
-    locked = {
-        workflow_id: _Claim(epoch, held, status)
-        for workflow_id, epoch, held, status in WorkflowClaim.objects.select_for_update(
-            no_key=True, skip_locked=True, of=("self",)
-        )
-        .filter(workflow_id__in=ids)
-        .order_by("workflow_id")
-        .annotate(
-            held=ExpressionWrapper(HOLDER_PRESENT, output_field=BooleanField()),
-            workflow_status=status,
-        )
-        .values_list("workflow_id", "epoch", "held", "workflow_status")
-    }
-    return locked, _existing(WorkflowClaim, [i for i in ids if i not in locked])
-
-
-def _existing(model: type[WorkflowClaim] | type[Workflow], ids: list[str]) -> set[str]:
-    """Which of ``ids`` (rows a lock passed over) have a row: those another writer holds."""
-    if not ids:
-        return set()
-    return set(model.objects.filter(workflow_id__in=ids).values_list("workflow_id", flat=True))
-
-
-def _read_workflows(ids: list[str], claims: dict[str, _Claim]) -> dict[str, _Workflow]:
-    """The workflows of ``ids``: read with their locked claims, and for the few without a
-    claim row (never claimed), read here."""
-    workflows = {
-        workflow_id: _Workflow(claim.workflow_status, None)
-        for workflow_id, claim in claims.items()
-        if claim.workflow_status is not None
-    }
-    unclaimed = [workflow_id for workflow_id in ids if workflow_id not in claims]
-    if unclaimed:
-        for workflow_id, status in Workflow.objects.filter(workflow_id__in=unclaimed).values_list(
-            "workflow_id", "status"
-        ):
-            workflows[workflow_id] = _Workflow(status, None)
-    return workflows
-
-
-def _lock_workflows(ids: list[str]) -> tuple[dict[str, _Workflow], set[str]]:
-    locked = {
-        workflow_id: _Workflow(status, workflow_type)
-        for workflow_id, status, workflow_type in Workflow.objects.select_for_update(
-            skip_locked=True
-        )
-        .filter(workflow_id__in=ids)
-        .order_by("workflow_id")
-        .values_list("workflow_id", "status", "workflow_type")
-    }
-    return locked, _existing(Workflow, [i for i in ids if i not in locked])
 
 
 def _judge(item: ChunkItem, outcome: BulkItemOutcome, now_ms: int, detail: str) -> None:
@@ -348,7 +269,7 @@ def _insert_claim(item: ChunkItem, holder: dict[str, Any]) -> bool:
 
 
 def _move_workflows(
-    job: BulkJob, done: list[ChunkItem], workflows: dict[str, _Workflow], now_ms: int
+    job: BulkJob, done: list[ChunkItem], workflows: dict[str, LockedWorkflow], now_ms: int
 ) -> None:
     """Cancel, suspend and resume move each done workflow to the action's status, and its
     visibility row with it (claims.store.workflows.workflow_index, set-based)."""
@@ -367,7 +288,7 @@ def _move_workflows(
         WorkflowVisibility(
             workflow_id=workflow_id,
             status=status,
-            # Locked with its workflow row (_lock_workflows), so its type was read.
+            # Locked with its workflow row (locks.lock_workflows), so its type was read.
             workflow_type=workflows[workflow_id].workflow_type or "",
             updated_at_ms=now_ms,
         )
