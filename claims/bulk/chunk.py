@@ -38,6 +38,7 @@ from claims.models import (
     WorkflowVisibility,
 )
 from claims.protocol.timing import ClaimTiming
+from claims.store.rows import EVENT_FIELDS
 
 from .actions import ACTION_RULES, refusal
 from .insert_select import insert_select
@@ -240,18 +241,7 @@ def _write_events(job: BulkJob, engine_id: str | None, item_ids: list[int], now_
             "event_job",
         )
     )
-    names = (
-        "workflow_id",
-        "kind",
-        "epoch_before",
-        "epoch_after",
-        "engine_id",
-        "actor",
-        "reason",
-        "at_ms",
-        "bulk_job_id",
-    )
-    insert_select(ClaimEvent, names, rows)
+    insert_select(ClaimEvent, (*EVENT_FIELDS, "bulk_job_id"), rows)
 
 
 def _insert_claim(item: ChunkItem, holder: dict[str, Any]) -> bool:

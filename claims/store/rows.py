@@ -22,6 +22,7 @@ from claims.protocol.sessions import SessionRow
 
 from .prepared import database, fetch_one, run
 from .sessions import SessionQueries
+from .sql.claim_rows import EVENT_FIELDS as EVENT_FIELDS  # what a bulk chunk writes
 from .sql.claim_rows import EVENT_TRANSITION_FIELDS as EVENT_TRANSITION_FIELDS  # the audit's
 from .sql.claim_rows import HOLDER_COLUMNS as HOLDER_COLUMNS  # the selectors read with these
 from .sql.claim_rows import claim_statements
