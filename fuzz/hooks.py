@@ -5,8 +5,8 @@ rules no JSON Schema states: no control characters in ids, filters and reasons
 (claims.protocol.text: a pattern for Unicode's whole "C" category would be kilobytes per
 field), a reason that is not blank, times within years 1 to 9999 in UTC, cursors the
 server wrote, registered workflow types and their input bounds, epochs as true integers,
-a search the id index can narrow, a query in the query language, a bulk job's count
-and target.
+a search the id index can narrow, a query in the query language, a bulk job's count,
+target and request key.
 A 422 to a schema-valid request is dropped from the report only when one of these rules
 explains it: its message names the rule and, for the character rules, the request really
 holds such a character. Any other 422 to a valid request stays a failure, as it means
@@ -54,7 +54,9 @@ STATE_RULES = re.compile(
             # than one job may hold, a count above 100 without the previewed one, a target
             # engine for an action other than takeover, a CSV asked a page of.
             r"selects no workflows|the most one job may act on|confirmed with the count"
-            r"|only a takeover names a target engine|takes no cursor or limit",
+            r"|only a takeover names a target engine|takes no cursor or limit"
+            # A request_key used before for another request (its description says so).
+            r"|named bulk job #\d+, another request",
             # A saved query (claims/services/saved_queries.py): a name or a query that is
             # blank once trimmed, or a query longer than a list reads once written out.
             r"a saved query needs a (name|query)|more than the \d+ a list reads",

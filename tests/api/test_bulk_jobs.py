@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import io
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -12,6 +13,7 @@ from django.test import Client
 
 from claims.models import AuditEntry, BulkJob, BulkJobItem, WorkflowClaim, WorkflowStatus
 from claims.services.bulk import TYPED_CONFIRMATION_ABOVE
+from fuzz.hooks import refused_by_a_rule
 from tests import factories
 
 from .conftest import bearer, now_ms, post, url
@@ -199,6 +201,9 @@ def test_a_create_sent_again_under_its_request_key_answers_the_first_job(bulker_
     assert first.json()["request_key"] == "incident-42"
     assert other.status_code == 422
     assert "another request" in other.json()["detail"]
+    # The field's description documents the refusal; the API fuzz reads it as that rule.
+    sent = SimpleNamespace(url="http://testserver/api/v1/bulk-jobs", body=None)
+    assert refused_by_a_rule(SimpleNamespace(content=other.content, request=sent))
     assert BulkJob.objects.count() == 1
 
 

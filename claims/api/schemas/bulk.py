@@ -74,8 +74,24 @@ class BulkJobIn(_Selection):
     # Items a second at most; absent: as fast as the chunks go.
     rate_per_s: Annotated[StrictInt, Field(ge=1, le=100_000)] | None = None
     # The caller's name for this request: sent again (after a lost answer), it returns the
-    # job the first one created instead of freezing another.
-    request_key: Annotated[str, Field(min_length=1, max_length=64)] | None = None
+    # job the first one created instead of freezing another. A key names one request, so
+    # another request under a used key is refused with 422, as the IETF Idempotency-Key
+    # draft answers a key reused with another payload.
+    request_key: (
+        Annotated[
+            str,
+            Field(
+                min_length=1,
+                max_length=64,
+                description=(
+                    "Your name for this request, unique among your bulk jobs. Sent again "
+                    "(after a lost answer), the request returns the job the first one "
+                    "created; another request under a used key is refused (422)."
+                ),
+            ),
+        ]
+        | None
+    ) = None
 
     _reason = field_validator("reason")(required_reason)
 
