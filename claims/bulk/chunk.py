@@ -37,6 +37,7 @@ from claims.models import (
     WorkflowClaim,
     WorkflowVisibility,
 )
+from claims.models.any_of import AnyOf
 from claims.protocol.timing import ClaimTiming
 from claims.store.rows import EVENT_FIELDS
 
@@ -139,7 +140,7 @@ def _save_outcomes(judged: list[ChunkItem]) -> None:
         groups[(item.outcome, item.detail, item.acted_at_ms)].append(item.id)
     for (outcome, detail, acted_at_ms), ids in groups.items():
         epoch_after = F("frozen_epoch") + 1 if outcome == BulkItemOutcome.DONE else None
-        BulkJobItem.objects.filter(id__in=ids).update(
+        BulkJobItem.objects.filter(AnyOf(F("id"), ids)).update(
             outcome=outcome, detail=detail, acted_at_ms=acted_at_ms, epoch_after=epoch_after
         )
 
@@ -188,7 +189,7 @@ def _act(
         # Every row is locked and was read at its frozen epoch: the epoch term is the
         # compare-and-swap all the same, and a count short of the rows undoes the chunk.
         changed = WorkflowClaim.objects.filter(
-            workflow_id__in=[item.workflow_id for item in rows],
+            AnyOf(F("workflow_id"), [item.workflow_id for item in rows]),
             epoch__in={item.frozen_epoch for item in rows},
         ).update(epoch=F("epoch") + 1, **holder)
         if changed != len(rows):
@@ -218,7 +219,7 @@ def _write_events(job: BulkJob, engine_id: str | None, item_ids: list[int], now_
     text: CharField[str, str] = CharField()
     number: BigIntegerField[int, int] = BigIntegerField()
     rows = (
-        BulkJobItem.objects.filter(id__in=item_ids)
+        BulkJobItem.objects.filter(AnyOf(F("id"), item_ids))
         .order_by("id")
         .annotate(
             event_kind=Value(ACTION_RULES[job.action].event_kind.value, output_field=text),
@@ -267,11 +268,15 @@ def _move_workflows(
     if status is None or not done:
         return
     ids = [item.workflow_id for item in done]
-    Workflow.objects.filter(workflow_id__in=ids).update(status=status, updated_at_ms=now_ms)
-    indexed = set(
-        WorkflowVisibility.objects.filter(workflow_id__in=ids).values_list("workflow_id", flat=True)
+    Workflow.objects.filter(AnyOf(F("workflow_id"), ids)).update(
+        status=status, updated_at_ms=now_ms
     )
-    WorkflowVisibility.objects.filter(workflow_id__in=indexed).update(
+    indexed = set(
+        WorkflowVisibility.objects.filter(AnyOf(F("workflow_id"), ids)).values_list(
+            "workflow_id", flat=True
+        )
+    )
+    WorkflowVisibility.objects.filter(AnyOf(F("workflow_id"), list(indexed))).update(
         status=status, updated_at_ms=now_ms
     )
     WorkflowVisibility.objects.bulk_create(

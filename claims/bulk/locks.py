@@ -13,12 +13,14 @@ from django.db.models import (
     BooleanField,
     CharField,
     ExpressionWrapper,
+    F,
     OuterRef,
     Subquery,
     Value,
 )
 
 from claims.models import Workflow, WorkflowClaim
+from claims.models.any_of import AnyOf
 from claims.models.claims import HOLDER_PRESENT
 
 
@@ -49,7 +51,7 @@ def lock_claims(ids: list[str], *, with_status: bool) -> tuple[dict[str, LockedC
         for workflow_id, epoch, held, status in WorkflowClaim.objects.select_for_update(
             no_key=True, skip_locked=True, of=("self",)
         )
-        .filter(workflow_id__in=ids)
+        .filter(AnyOf(F("workflow_id"), ids))
         .order_by("workflow_id")
         .annotate(
             held=ExpressionWrapper(HOLDER_PRESENT, output_field=BooleanField()),
@@ -90,7 +92,7 @@ def lock_workflows(ids: list[str]) -> tuple[dict[str, LockedWorkflow], set[str]]
         for workflow_id, status, workflow_type in Workflow.objects.select_for_update(
             skip_locked=True
         )
-        .filter(workflow_id__in=ids)
+        .filter(AnyOf(F("workflow_id"), ids))
         .order_by("workflow_id")
         .values_list("workflow_id", "status", "workflow_type")
     }
