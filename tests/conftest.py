@@ -71,3 +71,12 @@ def operator_client(operator: Any) -> Client:
 @pytest.fixture
 def viewer_client(viewer: Any) -> Client:
     return _signed_in(viewer)
+
+
+@pytest.fixture
+def sent_runs(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The broker boundary of the bulk jobs: the run a created job sends once committed is
+    recorded (its job id), never sent."""
+    sent: list[int] = []
+    monkeypatch.setattr("claims.services.bulk._start_run", sent.append)
+    return sent

@@ -18,19 +18,11 @@ from tests import factories
 
 from .conftest import bearer, now_ms, post, url
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("sent_runs")]
 
 BULK_PERMISSIONS = (*factories.WRITE_PERMISSIONS, "bulk_operate")
 RELEASE_E1 = {"list": "claims", "query": 'engine = "e-1"', "action": "release"}
 JOB = {**RELEASE_E1, "reason": "engine e-1 is wedged"}
-
-
-@pytest.fixture(autouse=True)
-def sent_runs(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    """The run a created job sends once committed is recorded, never sent to a broker."""
-    sent: list[int] = []
-    monkeypatch.setattr("claims.services.bulk._start_run", sent.append)
-    return sent
 
 
 @pytest.fixture

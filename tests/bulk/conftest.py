@@ -11,10 +11,8 @@ from tests import factories
 
 
 @pytest.fixture(autouse=True)
-def sent_runs(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    sent: list[int] = []
-    monkeypatch.setattr("claims.services.bulk._start_run", sent.append)
-    return sent
+def _runs_never_sent(sent_runs: list[int]) -> None:
+    """Every bulk test records the run a created job sends (tests/conftest.py)."""
 
 
 def make_fleet(count: int = 6, *, engine: str = "e-1", epoch: int = 3) -> list[str]:

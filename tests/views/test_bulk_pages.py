@@ -21,21 +21,13 @@ from claims.services.bulk import BulkRequest, bulk_job_create
 
 from .conftest import htmx, make_claim, make_engine, make_workflow
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("sent_runs")]
 
 # What starting and steering a bulk job needs, every action's permission included.
 BULK = ("bulk_operate", "force_claim", "cancel_workflow", "suspend_workflow")
 QUERY = 'engine = "e-1"'
 # A run in the test's own thread: no pause between chunks, no fleet-wide lease to share.
 RUN_HERE = BulkHooks(between_chunks=lambda *args: None, lease=lambda: nullcontext(True))
-
-
-@pytest.fixture(autouse=True)
-def sent_runs(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    """The broker boundary: a created job's run is recorded, never sent."""
-    sent: list[int] = []
-    monkeypatch.setattr("claims.services.bulk._start_run", sent.append)
-    return sent
 
 
 @pytest.fixture
