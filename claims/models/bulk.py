@@ -93,6 +93,11 @@ class BulkJob(models.Model):
     def acted_count(self) -> int:
         return self.done_count + self.moved_count + self.refused_count
 
+    @property
+    def pending_count(self) -> int:
+        """The items not yet acted on (none once the counts catch up with the freeze)."""
+        return max(0, self.frozen_count - self.acted_count)
+
 
 class BulkJobItem(models.Model):
     """One workflow of a job, with the claim epoch it had at the freeze."""

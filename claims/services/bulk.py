@@ -40,6 +40,8 @@ logger = logging.getLogger("weftboard.claims")
 
 # Above this many workflows the operator types the count to confirm (the pages ask).
 TYPED_CONFIRMATION_ABOVE = 100
+# The most items a second an operator may cap a job at (the pages and the API say the same).
+MAX_RATE_PER_S = 100_000
 
 
 @dataclass(frozen=True)
@@ -71,8 +73,10 @@ def bulk_job_create(request: BulkRequest, *, actor: str | None) -> BulkJob:
     query = parse(request.query)
     reason = operator_reason(request.reason)
     target = _target_engine(action, request.target_engine_id)
-    if request.rate_per_s is not None and not 1 <= request.rate_per_s <= 100_000:
-        raise InvalidInputError("rate_per_s must be between 1 and 100,000 items a second")
+    if request.rate_per_s is not None and not 1 <= request.rate_per_s <= MAX_RATE_PER_S:
+        raise InvalidInputError(
+            f"rate_per_s must be between 1 and {MAX_RATE_PER_S:,} items a second"
+        )
     if request.expected_count is not None and request.expected_count < 0:
         raise InvalidInputError("expected_count must not be negative")
     key = None

@@ -65,7 +65,7 @@ def bulk_job(request: HtmxHttpRequest, job_id: int) -> HttpResponse:
         "as_of_ms": now,
         "active": bulk_job_active(job),
         "percent": bulk_job_percent(job),
-        "pending": max(0, job.frozen_count - job.acted_count),
+        "pending": job.pending_count,
         "refusal": bulk_refusal(request, job.action),
         "outcome": outcome,
         "outcomes": OUTCOMES,

@@ -29,7 +29,12 @@ from claims.models import BulkAction, BulkList
 from claims.protocol.errors import ClaimConfigError, InvalidInputError
 from claims.query import Query, QueryError
 from claims.selectors.engines.listing import live_engine_ids
-from claims.services.bulk import TYPED_CONFIRMATION_ABOVE, BulkRequest, bulk_job_create
+from claims.services.bulk import (
+    MAX_RATE_PER_S,
+    TYPED_CONFIRMATION_ABOVE,
+    BulkRequest,
+    bulk_job_create,
+)
 from claims.services.errors import BulkCountChangedError, ReadOnlyError
 
 from .errors import BadInput, Refused
@@ -40,7 +45,6 @@ from .query_text import QueryInput, editable_text, query_input
 
 TEMPLATE = "claims/bulk_new.html"
 SPREAD = ""  # the takeover target that spreads the claims over the live engines
-RATE_MAX = 100_000
 _REQUEST_KEY = re.compile(r"^[A-Za-z0-9_-]{16,64}$")
 
 
@@ -159,8 +163,8 @@ def _read_confirmation(request: HtmxHttpRequest, context: dict[str, Any]) -> Bul
     if context["rate"]:
         try:
             rate = positive_int(context["rate"], what="the rate")
-            if rate > RATE_MAX:
-                raise BadInput(f"the rate must be at most {RATE_MAX:,} items a second")
+            if rate > MAX_RATE_PER_S:
+                raise BadInput(f"the rate must be at most {MAX_RATE_PER_S:,} items a second")
         except BadInput as error:
             errors["rate"] = str(error)
     if errors:

@@ -27,7 +27,7 @@ from claims.selectors.queues.bulk import (
     BulkJobList,
     bulk_job_percent,
 )
-from claims.services.bulk import TYPED_CONFIRMATION_ABOVE
+from claims.services.bulk import MAX_RATE_PER_S, TYPED_CONFIRMATION_ABOVE
 
 from .common import BodyIn, EngineId, Reason, checked_identifier, fields_from, required_reason, utc
 
@@ -72,7 +72,7 @@ class BulkJobIn(_Selection):
     # Create the job even when the query now selects another count than expected_count.
     accept_count_change: StrictBool = False
     # Items a second at most; absent: as fast as the chunks go.
-    rate_per_s: Annotated[StrictInt, Field(ge=1, le=100_000)] | None = None
+    rate_per_s: Annotated[StrictInt, Field(ge=1, le=MAX_RATE_PER_S)] | None = None
     # The caller's name for this request: sent again (after a lost answer), it returns the
     # job the first one created instead of freezing another. A key names one request, so
     # another request under a used key is refused with 422, as the IETF Idempotency-Key
@@ -181,7 +181,7 @@ class BulkJobOut(Schema):
     @classmethod
     def of(cls, job: BulkJob) -> BulkJobOut:
         counts = BulkCountsOut(
-            pending=max(0, job.frozen_count - job.acted_count),
+            pending=job.pending_count,
             done=job.done_count,
             moved=job.moved_count,
             refused=job.refused_count,
