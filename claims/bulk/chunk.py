@@ -9,6 +9,9 @@ epoch: ``moved`` if its claim has left it, ``refused`` if the action's rules ref
 else acted on by one set-based UPDATE per target engine (every row is locked and its epoch
 checked, so each statement changes exactly the rows judged), with one claim event per
 item naming the job. A crash rolls the whole chunk back, its items still pending.
+
+On PostgreSQL a release or a takeover chunk of claimed workflows makes the same judgement
+and writes in one statement (claims.bulk.chunk_set); the rest takes the path here.
 """
 
 from __future__ import annotations
@@ -41,6 +44,7 @@ from claims.models.any_of import AnyOf
 from claims.protocol.timing import ClaimTiming
 from claims.store.rows import EVENT_FIELDS
 
+from . import chunk_set
 from .actions import ACTION_RULES, refusal
 from .insert_select import insert_select
 from .locks import LockedWorkflow, lock_claims, lock_workflows, read_workflows
@@ -77,6 +81,15 @@ def act_on_chunk(
     job: BulkJob, items: Sequence[ChunkItem], *, now_ms: int, timing: ClaimTiming
 ) -> ChunkResult:
     """Judge and act on ``items``; the caller holds the transaction and saves the job."""
+    targets = (
+        Targets(job.target_engine_id, now_ms=now_ms, timing=timing)
+        if job.action == BulkAction.TAKEOVER
+        else None
+    )
+    result = ChunkResult()
+    if chunk_set.applies(job, items, targets):
+        chunk_set.act_in_one_statement(job, items, targets, result, now_ms=now_ms, timing=timing)
+        return result
     ids = [item.workflow_id for item in items]
     locks_workflows = ACTION_RULES[job.action].new_status is not None or any(
         item.frozen_epoch == 0 for item in items
@@ -89,12 +102,6 @@ def act_on_chunk(
         # the workflow's status still (a write of the status takes the claim's lock first).
         # A workflow never claimed has no claim row to lock: the branch above locks it.
         workflows, workflows_busy = read_workflows(ids, claims), set()
-    targets = (
-        Targets(job.target_engine_id, now_ms=now_ms, timing=timing)
-        if job.action == BulkAction.TAKEOVER
-        else None
-    )
-    result = ChunkResult()
     acting: dict[Target | None, list[ChunkItem]] = defaultdict(list)
     for item in items:
         if item.workflow_id in claims_busy or item.workflow_id in workflows_busy:

@@ -15,6 +15,7 @@ from django.db.models import (
     ExpressionWrapper,
     F,
     OuterRef,
+    QuerySet,
     Subquery,
     Value,
 )
@@ -37,20 +38,17 @@ class LockedWorkflow:
     workflow_type: str | None  # read where the job moves the workflow's status (its index row)
 
 
-def lock_claims(ids: list[str], *, with_status: bool) -> tuple[dict[str, LockedClaim], set[str]]:
-    """The claim rows of ``ids`` this chunk could lock (with their workflow's status, read
-    here unless the chunk locks the workflow rows and reads it there), and the ids of rows
-    another writer holds (they exist, but SKIP LOCKED passed them over)."""
+def locked_claims_query(ids: list[str], *, with_status: bool) -> QuerySet[WorkflowClaim, Any]:
+    """The locking read of the claim rows of ``ids``, in workflow id order (the order every
+    fenced write takes), SKIP LOCKED: (workflow_id, epoch, held, workflow_status), the
+    status read here unless the chunk locks the workflow rows and reads it there."""
     status: Any = Value(None, output_field=CharField())
     if with_status:
         status = Subquery(
             Workflow.objects.filter(workflow_id=OuterRef("workflow_id")).values("status")[:1]
         )
-    locked = {
-        workflow_id: LockedClaim(epoch, held, status)
-        for workflow_id, epoch, held, status in WorkflowClaim.objects.select_for_update(
-            no_key=True, skip_locked=True, of=("self",)
-        )
+    return (
+        WorkflowClaim.objects.select_for_update(no_key=True, skip_locked=True, of=("self",))
         .filter(AnyOf(F("workflow_id"), ids))
         .order_by("workflow_id")
         .annotate(
@@ -58,6 +56,15 @@ def lock_claims(ids: list[str], *, with_status: bool) -> tuple[dict[str, LockedC
             workflow_status=status,
         )
         .values_list("workflow_id", "epoch", "held", "workflow_status")
+    )
+
+
+def lock_claims(ids: list[str], *, with_status: bool) -> tuple[dict[str, LockedClaim], set[str]]:
+    """The claim rows of ``ids`` this chunk could lock, and the ids of rows another writer
+    holds (they exist, but SKIP LOCKED passed them over)."""
+    locked = {
+        workflow_id: LockedClaim(epoch, held, status)
+        for workflow_id, epoch, held, status in locked_claims_query(ids, with_status=with_status)
     }
     return locked, _existing(WorkflowClaim, [i for i in ids if i not in locked])
 

@@ -47,5 +47,10 @@ class Targets:
             else "no live engine that is not draining"
         )
 
+    @property
+    def all(self) -> tuple[Target, ...]:
+        """The targets in turn order: the first item acted on goes to the first."""
+        return tuple(self._targets)
+
     def next(self) -> Target:
         return next(self._turn)

@@ -103,7 +103,9 @@ class BulkJobItem(models.Model):
     """One workflow of a job, with the claim epoch it had at the freeze."""
 
     id = models.BigAutoField(primary_key=True)
-    job = models.ForeignKey(BulkJob, on_delete=models.CASCADE, related_name="items")
+    # No index of its own: the unique (job, workflow) and the (job, outcome, id) indexes
+    # lead with the job, and a fourth index would cost every frozen and every acted item.
+    job = models.ForeignKey(BulkJob, on_delete=models.CASCADE, related_name="items", db_index=False)
     workflow_id = models.CharField(max_length=WORKFLOW_ID_MAX_LENGTH)
     # 0: the workflow had no claim row yet.
     frozen_epoch = models.BigIntegerField()
