@@ -310,7 +310,7 @@ class LocalEngine:
     def run_wake(self) -> dict[str, Any]:
         if self.drain.active:
             return {"driven": 0, "drain_released": self.drain.release_idle()}
-        due = self.driver.due_for_drive(self.registry.held_workflow_ids())
+        due = self.driver.due_now()
         for workflow_id in due:
             self.submit_drive(workflow_id)
         return {"driven": len(due)}

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.db import models
 from django.db.models import Q
 
 from .ids import ENGINE_ID_MAX_LENGTH, WORKFLOW_ID_MAX_LENGTH
+from .parks import DUE_NOW, due_at_of
 from .singletons import only_row_one, singleton_id
 
 
@@ -42,6 +45,9 @@ class Workflow(models.Model):
     # (claims.runtime.failures): exception type, message, step, traceback, when, epoch
     # and engine. Null for every other status.
     failure = models.JSONField(null=True, blank=True)
+    # When the next drive is due (ms): the park's wake time, else 0 (claims.models.parks).
+    # Kept by every write of ``state``; the wake passes find what is due by it.
+    due_at_ms = models.BigIntegerField(default=DUE_NOW, db_default=DUE_NOW)
 
     class Meta:
         permissions = [
@@ -66,10 +72,24 @@ class Workflow(models.Model):
                 fields=["status", "updated_at_ms", "workflow_id"],
                 name="workflow_status_updated_idx",
             ),
+            # The wake passes: running workflows whose next drive is due by now, the
+            # soonest first (claims.runtime.driver.WorkflowDriver.due_now).
+            models.Index(
+                fields=["due_at_ms", "workflow_id"],
+                condition=Q(status="running"),
+                name="workflow_due_idx",
+            ),
         ]
 
     def __str__(self) -> str:
         return f"{self.workflow_id} ({self.workflow_type}, {self.status})"
+
+    def save(self, *args: Any, **kwargs: Any) -> None:
+        self.due_at_ms = due_at_of(self.state)
+        update_fields = kwargs.get("update_fields")
+        if update_fields is not None and "state" in update_fields:
+            kwargs["update_fields"] = {*update_fields, "due_at_ms"}
+        super().save(*args, **kwargs)
 
 
 class WorkflowVisibility(models.Model):

@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from typing import Any, Literal
 
-from claims.models import Workflow, WorkflowStatus
+from django.db.models import Exists, OuterRef
+
+from claims.models import Workflow, WorkflowClaim, WorkflowStatus
 from claims.protocol import ClaimRegistry, Clock, EngineDeposedError
 from claims.protocol.log_events import log_event
 from claims.workflow_types import UnknownWorkflowTypeError, workflow_function
@@ -28,8 +30,9 @@ DriveOutcome = Literal[
     "completed", "failed", "parked", "paused", "deposed", "not-running", "unknown-type", "busy"
 ]
 
-# Keeps ``workflow_id IN (...)`` under every backend's limit on bound parameters.
-DUE_QUERY_CHUNK = 5_000
+# Drives one wake pass hands the pool at most; the rest, due later than these, are the
+# next pass's (a pass that finds more than this is behind whatever it does).
+WAKE_BATCH_LIMIT = 5_000
 
 
 class WorkflowDriver:
@@ -62,24 +65,24 @@ class WorkflowDriver:
             with self._lock:
                 self._driving.discard(workflow_id)
 
-    def due_for_drive(self, workflow_ids: Iterable[str]) -> list[str]:
-        """Those of ``workflow_ids`` that are running and not parked past now, in the order
-        given; one query per 5,000 ids, reading only the park's wake time."""
-        wanted = list(dict.fromkeys(workflow_ids))
-        wake_at: dict[str, Any] = {}
-        for start in range(0, len(wanted), DUE_QUERY_CHUNK):
-            wake_at.update(
-                Workflow.objects.filter(
-                    workflow_id__in=wanted[start : start + DUE_QUERY_CHUNK],
-                    status=WorkflowStatus.RUNNING,
-                ).values_list("workflow_id", "state__park__wake_at_ms")
-            )
-        now = self.clock()
-        return [
-            workflow_id
-            for workflow_id in wanted
-            if workflow_id in wake_at and _is_due(wake_at[workflow_id], now)
-        ]
+    def due_now(self) -> list[str]:
+        """The running workflows this engine holds whose next drive is due by now (not
+        parked, or parked past their wake time), the soonest due first, at most
+        ``WAKE_BATCH_LIMIT``. One query through the due-time index (claims.models.parks):
+        a parked workflow costs nothing until its time comes. Only ids the registry holds
+        are answered: a claim the database names this engine for but the registry does
+        not know (a grant whose answer was lost) is not this engine's to drive yet."""
+        held_here = WorkflowClaim.objects.filter(
+            workflow_id=OuterRef("workflow_id"), holder_engine_id=self.registry.engine_id
+        )
+        due = (
+            Workflow.objects.filter(status=WorkflowStatus.RUNNING, due_at_ms__lte=self.clock())
+            .filter(Exists(held_here))
+            .order_by("due_at_ms", "workflow_id")
+            .values_list("workflow_id", flat=True)[:WAKE_BATCH_LIMIT]
+        )
+        held = set(self.registry.held_workflow_ids())
+        return [workflow_id for workflow_id in due if workflow_id in held]
 
     # -- internals -------------------------------------------------------------
 
@@ -219,10 +222,3 @@ def _loaded_state(raw: Any) -> dict[str, Any]:
 
 def _error_record(error: BaseException) -> dict[str, str]:
     return {"type": type(error).__name__, "message": str(error)}
-
-
-def _is_due(wake_at_ms: Any, now_ms: int) -> bool:
-    # A park with no usable wake time is due: the drive itself knows its sleeps.
-    if isinstance(wake_at_ms, bool) or not isinstance(wake_at_ms, int):
-        return True
-    return bool(wake_at_ms <= now_ms)

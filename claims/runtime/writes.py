@@ -15,15 +15,17 @@ from __future__ import annotations
 from typing import Any
 
 from claims.models import Workflow, WorkflowStatus
+from claims.models.parks import due_at_of
 from claims.protocol.errors import EngineDeposedError
 from claims.store.workflows import workflow_index
 
 
 def workflow_checkpoint_write(workflow_id: str, *, state: dict[str, Any], now_ms: int) -> None:
-    """Store a running workflow's new state. Caller is inside ``registry.fenced_write``."""
+    """Store a running workflow's new state, and when its next drive is due by it (a park's
+    wake time, else now). Caller is inside ``registry.fenced_write``."""
     updated = Workflow.objects.filter(
         workflow_id=workflow_id, status=WorkflowStatus.RUNNING
-    ).update(state=state, updated_at_ms=now_ms)
+    ).update(state=state, due_at_ms=due_at_of(state), updated_at_ms=now_ms)
     if updated != 1:
         raise EngineDeposedError(workflow_id)
 

@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+
+from claims.models import WorkflowClaim
+from claims.runtime import driver as driver_module
 from claims.services.workflows import workflow_cancel
 
 from .conftest import START_MS, claim_row, ledger, workflow_row
@@ -20,12 +25,13 @@ def test_sleep_parks_until_the_wake_time_then_the_drive_completes(engine, start,
     assert claim_row(wf).holder_engine_id == "a"
     assert a.registry.held_workflow_ids() == [wf]
     assert ledger(wf) == {"step-1": [(1, "a")]}
-    assert a.driver.due_for_drive([wf]) == []
+    assert row.due_at_ms == START_MS + 5_000
+    assert a.driver.due_now() == []
 
     clock.advance(4_999)
-    assert a.driver.due_for_drive([wf]) == []
+    assert a.driver.due_now() == []
     clock.advance(1)
-    assert a.driver.due_for_drive([wf]) == [wf]
+    assert a.driver.due_now() == [wf]
 
     assert a.drive(wf) == "completed"
 
@@ -100,28 +106,65 @@ def test_editing_a_step_result_never_edits_its_checkpoint(engine, start, clock):
     }
 
 
-def test_due_for_drive_is_one_query_and_keeps_the_order_given(
+def test_due_now_answers_what_is_due_here_soonest_first_in_one_query(
     engine, start, clock, django_assert_num_queries
 ):
-    """Running and unparked or woken: due. Parked, finished, cancelled, unknown: not due."""
-    a = engine("a")
+    """Running and unparked or woken: due. Parked, finished, cancelled, another engine's:
+    not due. Unparked (due at 0) comes before woken (due at its wake time)."""
+    a, b = engine("a"), engine("b")
+    woken = start("ledger", {"sleep": 1}, engine=a)
     fresh = start("ledger", engine=a)
     parked = start("ledger", {"sleep": 10}, engine=a)
-    woken = start("ledger", {"sleep": 1}, engine=a)
     done = start("ledger", engine=a)
     cancelled = start("ledger", engine=a)
+    elsewhere = start("ledger", engine=b)
     for wf in (parked, woken, done):
         a.drive(wf)
     workflow_cancel(cancelled, clock=clock)
     clock.advance(1_000)
-    given = [woken, "no-such-id", done, parked, cancelled, fresh, woken]
 
     with django_assert_num_queries(1):
-        due = a.driver.due_for_drive(given)
+        due = a.driver.due_now()
 
-    assert due == [woken, fresh]
+    assert due == [fresh, woken]
+    assert b.driver.due_now() == [elsewhere]
 
 
-def test_due_for_drive_of_nothing_asks_nothing(engine, django_assert_num_queries):
-    with django_assert_num_queries(0):
-        assert engine("a").driver.due_for_drive([]) == []
+def test_due_now_leaves_a_claim_the_registry_does_not_hold(engine, start):
+    """The row names engine a, but a's registry never learnt of the grant (its answer was
+    lost): a drive would be refused, so the wake pass does not hand it out."""
+    a, b = engine("a"), engine("b")
+    wf = start("ledger", engine=b)
+    WorkflowClaim.objects.filter(workflow_id=wf).update(holder_engine_id="a")
+
+    assert a.driver.due_now() == []
+
+
+def test_due_now_asks_the_same_whatever_the_engine_holds(engine, start):
+    """The query names no held id: its text and parameters are the same for one held
+    workflow as for many, so its cost is the index's, not the cache's size."""
+    a = engine("a")
+
+    def asked() -> tuple[str, ...]:
+        with CaptureQueriesContext(connection) as queries:
+            a.driver.due_now()
+        return tuple(query["sql"] for query in queries.captured_queries)
+
+    start("ledger", engine=a)
+    one = asked()
+    for _ in range(20):
+        start("ledger", engine=a)
+
+    assert asked() == one
+    assert len(a.driver.due_now()) == 21
+
+
+def test_due_now_hands_out_at_most_a_batch_the_soonest_first(engine, start, clock, monkeypatch):
+    a = engine("a")
+    by_wake_time = [start("ledger", {"sleep": seconds}, engine=a) for seconds in (4, 1, 3, 2, 5)]
+    for wf in by_wake_time:
+        assert a.drive(wf) == "parked"
+    clock.advance(5_000)
+    monkeypatch.setattr(driver_module, "WAKE_BATCH_LIMIT", 3)
+
+    assert a.driver.due_now() == [by_wake_time[i] for i in (1, 3, 2)]
