@@ -20,9 +20,16 @@ from typing import Any
 
 from django.db import connection
 
-from claims.models import ClaimEvent, EngineSession, Workflow, WorkflowClaim, WorkflowVisibility
+from claims.models import (
+    ClaimEvent,
+    EngineSession,
+    OwnerlessMark,
+    Workflow,
+    WorkflowClaim,
+    WorkflowVisibility,
+)
 
-from .setup import BATCH_SIZE
+from .setup import BATCH_SIZE, settle_marks
 
 STRIDE = 7_919  # a prime: coprime with every total that is not one of its multiples
 PAYLOAD = "x" * 180  # the anchors' dataset carries ~200 bytes of state per workflow
@@ -173,18 +180,27 @@ def seed(layout: Layout) -> dict[str, float | int | bool]:
 
 
 def vacuum_analyze() -> bool:
-    """On PostgreSQL, leave the fresh tables as autovacuum would within minutes: visibility
-    map set (index-only scans), hint bits written, statistics taken. SQLite: nothing."""
+    """The ownerless marks judged again (``setup.settle_marks``); on PostgreSQL, the fresh
+    tables left as autovacuum would within minutes: visibility map set (index-only scans),
+    hint bits written, statistics taken."""
+    settle_marks()
     if connection.vendor != "postgresql":
         return False
-    for model in (Workflow, WorkflowVisibility, WorkflowClaim):
+    for model in (Workflow, WorkflowVisibility, WorkflowClaim, OwnerlessMark):
         _execute(f"VACUUM (ANALYZE) {_table(model)}")
     return True
 
 
 def clear() -> None:
     """Empty the tables a fleet lives in (claim rows by raw SQL: the ORM refuses)."""
-    for model in (WorkflowClaim, ClaimEvent, WorkflowVisibility, Workflow, EngineSession):
+    for model in (
+        WorkflowClaim,
+        ClaimEvent,
+        WorkflowVisibility,
+        Workflow,
+        EngineSession,
+        OwnerlessMark,
+    ):
         if connection.vendor == "postgresql":
             _execute(f"TRUNCATE {_table(model)}")
         else:

@@ -95,17 +95,27 @@ def delete_rows(model: type[Any], workflow_ids: Sequence[str] | None = None) -> 
 
 
 def analyze() -> bool:
-    """Refresh planner statistics on PostgreSQL, as autovacuum would within a minute.
+    """Refresh planner statistics on PostgreSQL, as autovacuum would within a minute, after
+    the ownerless marks are judged again (``settle_marks``).
 
     SQLite is left as Django leaves it (no ANALYZE), which is what deployments get.
     """
     from django.db import connection
 
+    settle_marks()
     if connection.vendor != "postgresql":
         return False
     with connection.cursor() as cursor:
         cursor.execute("ANALYZE")
     return True
+
+
+def settle_marks() -> int:
+    """The ownerless marks as a fleet's own writes would have left them: a seed writes the
+    index before the claims, so its triggers marked every running workflow it inserted."""
+    from claims.store.ownerless import rebuild_marks
+
+    return rebuild_marks()
 
 
 def collect_garbage() -> None:

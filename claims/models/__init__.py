@@ -41,6 +41,7 @@ from .errors import ClaimRowsAreKeptError, SessionRowsAreKeptError
 from .fleet_history import FleetSnapshotHistory
 from .id_search import ClaimIdSearch
 from .ids import ENGINE_ID_MAX_LENGTH, WORKFLOW_ID_MAX_LENGTH
+from .ownerless import OwnerlessMark
 from .saved_queries import SAVED_QUERY_NAME_MAX_LENGTH, SavedQuery
 from .sessions import EngineSession
 from .tokens import ApiToken, ApiTokenScope
@@ -86,6 +87,7 @@ __all__ = [
     "EngineStatus",
     "FleetSnapshot",
     "FleetSnapshotHistory",
+    "OwnerlessMark",
     "OwnershipMode",
     "OwnershipModeMarker",
     "PendingRedrive",

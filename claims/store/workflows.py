@@ -9,10 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from django.db.models import Exists, OuterRef
-
-from claims.models import Workflow, WorkflowClaim, WorkflowStatus, WorkflowVisibility
-from claims.models.claims import HOLDER_PRESENT
+from claims.models import Workflow, WorkflowClaim, WorkflowVisibility
 from claims.protocol.errors import WorkflowNotFoundError
 from claims.protocol.records import WorkflowInfo
 
@@ -65,13 +62,3 @@ class WorkflowQueries:
             ).values_list("workflow_id", "status", "workflow_type"):
                 infos[workflow_id] = WorkflowInfo(workflow_id, status, workflow_type)
         return infos
-
-    def list_unheld_running_indexed(self) -> list[str]:
-        """Running workflows by the visibility index, less those with a holder."""
-        holder = WorkflowClaim.objects.filter(HOLDER_PRESENT, workflow_id=OuterRef("workflow_id"))
-        return list(
-            WorkflowVisibility.objects.filter(status=WorkflowStatus.RUNNING)
-            .filter(~Exists(holder))
-            .order_by("workflow_id")
-            .values_list("workflow_id", flat=True)
-        )

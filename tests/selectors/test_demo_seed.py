@@ -43,7 +43,8 @@ def _rows() -> dict[str, list[Any]]:
         )
 
     return {
-        "workflows": table(Workflow, "workflow_id", "failure"),  # its traceback names paths
+        # failure: its traceback names paths; due_at_ms: a column added after the pin.
+        "workflows": table(Workflow, "workflow_id", "failure", "due_at_ms"),
         "visibility": table(WorkflowVisibility, "workflow_id", "id"),
         # The session column is null in the workflow-lease mode the demo fleet runs.
         "claims": table(WorkflowClaim, "workflow_id", "holder_session_epoch"),
