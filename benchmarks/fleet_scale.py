@@ -13,7 +13,10 @@ workflow (1 %, 10,000: an UPDATE of its state, as the runtime writes it).
   extrapolation.
 
 And the reclaim pass with nothing stranded, by a 51st engine over each mode's fleet: the
-engine's own ``run_reclaim_pass``, median of REPS passes.
+engine's own ``run_reclaim_pass``, median of REPS passes. And one engine's wake pass with
+nothing due (its 20,000 workflows parked for a day): the driver's own query through the
+due-time index, beside the read it replaced (the park of every held workflow, by id, 5,000
+ids a statement), median of REPS each.
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ from typing import Any
 
 from django.db import connection
 
-from claims.models import Workflow, WorkflowClaim
+from claims.models import Workflow, WorkflowClaim, WorkflowStatus
 from claims.protocol import (
     ClaimMetrics,
     ClaimRegistry,
@@ -35,6 +38,7 @@ from claims.protocol import (
 )
 from claims.protocol.session_lease import EngineSessionLease
 from claims.protocol.testing import FakeClock
+from claims.runtime import WorkflowDriver
 from claims.store import OrmClaimStore
 from claims.workflow_types import is_type_registered
 
@@ -54,6 +58,8 @@ PER_CLAIM_ENGINE = "bench-fleet-per-claim"
 REPS = 5
 RECLAIM_TARGET_MS = 80.0  # the workflow-lease mode's pass at 1,000,000 (BENCHMARKS.md)
 CHECKPOINT_BATCH = 1_000
+WAKE_ENGINE = "bench-live-0"  # a seeded engine: 1 of 50, 20,000 held workflows
+WAKE_BEFORE_CHUNK = 5_000
 
 
 def _layout(sessions: bool) -> Layout:
@@ -139,6 +145,43 @@ def _reclaim_pass_ms(registry: ClaimRegistry) -> tuple[Timing, list[int], dict[s
     return Timing(tuple(samples)), reclaimed, sources
 
 
+def _wake_by_held_ids(held: list[str], now_ms: int) -> list[str]:
+    """The wake pass's read before the due-time index: every held workflow's park, by id."""
+    wake_at: dict[str, Any] = {}
+    for start in range(0, len(held), WAKE_BEFORE_CHUNK):
+        wake_at.update(
+            Workflow.objects.filter(
+                workflow_id__in=held[start : start + WAKE_BEFORE_CHUNK],
+                status=WorkflowStatus.RUNNING,
+            ).values_list("workflow_id", "state__park__wake_at_ms")
+        )
+    return [wf for wf in held if not isinstance(wake_at.get(wf), int) or wake_at[wf] <= now_ms]
+
+
+def _wake_pass_ms(clock: FakeClock) -> dict[str, Any]:
+    """One seeded engine's wake query, now and before, with nothing due (median of REPS)."""
+    engine_id = WAKE_ENGINE
+    held = sorted(
+        WorkflowClaim.objects.filter(holder_engine_id=engine_id).values_list(
+            "workflow_id", flat=True
+        )
+    )
+    registry = ClaimRegistry(
+        OrmClaimStore(), engine_id=engine_id, clock=clock, timing=ClaimTiming()
+    )
+    driver = WorkflowDriver(registry, clock=clock)
+    now_ms = clock()
+    due_now, due_before = driver.due_now(), _wake_by_held_ids(held, now_ms)  # warm-up
+    now = [timed_ms(driver.due_now)[0] for _ in range(REPS)]
+    before = [timed_ms(lambda: _wake_by_held_ids(held, now_ms))[0] for _ in range(REPS)]
+    return {
+        "held": len(held),
+        "due": [len(due_now), len(due_before)],
+        "index_ms": Timing(tuple(now)),
+        "by_held_ids_ms": Timing(tuple(before)),
+    }
+
+
 def _engine_lease() -> dict[str, Any]:
     clear()
     seeded = seed(_layout(sessions=True))
@@ -178,6 +221,7 @@ def _engine_lease() -> dict[str, Any]:
         "reclaim": reclaim,
         "reclaimed": reclaimed,
         "reclaim_sources_ms": sources,
+        "wake": _wake_pass_ms(clock),
         "held": WorkflowClaim.objects.filter(holder_session_epoch=1).count(),
     }
 
@@ -218,6 +262,20 @@ def _workflow_lease() -> dict[str, Any]:
         "reclaim": reclaim,
         "reclaimed": reclaimed,
         "reclaim_sources_ms": sources,
+        "wake": _wake_pass_ms(clock),
+    }
+
+
+def _as_json(mode: dict[str, Any]) -> dict[str, Any]:
+    wake = mode["wake"]
+    return {
+        **mode,
+        "reclaim": mode["reclaim"].as_json(),
+        "wake": {
+            **wake,
+            "index_ms": wake["index_ms"].as_json(),
+            "by_held_ids_ms": wake["by_held_ids_ms"].as_json(),
+        },
     }
 
 
@@ -277,6 +335,13 @@ def run(*, binding: bool) -> tuple[dict[str, Any], Section, list[Target]]:
             fmt(session["reclaim"].median),
         )
     )
+    for label, key in (
+        ("wake pass of one engine, nothing due: due-time index (median ms)", "index_ms"),
+        ("wake pass of one engine, before: every held workflow's park", "by_held_ids_ms"),
+    ):
+        section.rows.append(
+            (label, fmt(per_claim["wake"][key].median), fmt(session["wake"][key].median))
+        )
     section.notes.append(
         "reclaim discovery, median ms per source: workflow-lease "
         f"{per_claim['reclaim_sources_ms']}, engine-lease {session['reclaim_sources_ms']}"
@@ -290,6 +355,9 @@ def run(*, binding: bool) -> tuple[dict[str, Any], Section, list[Target]]:
         failures.append(f"{session['renew']['rows']} of {ENGINES} sessions renewed")
     if any(session["reclaimed"]) or any(per_claim["reclaimed"]):
         failures.append("a reclaim pass took something over in a fleet with nothing stranded")
+    for name, data in (("workflow-lease", per_claim), ("engine-lease", session)):
+        if data["wake"]["due"] != [0, 0]:
+            failures.append(f"{name}: a wake pass found something due in a parked fleet")
     if failures:
         section.notes.append("FAILURES: " + "; ".join(failures))
     targets = [
@@ -314,8 +382,8 @@ def run(*, binding: bool) -> tuple[dict[str, Any], Section, list[Target]]:
         "total": TOTAL,
         "engines": ENGINES,
         "executing": session["checkpoints"]["rows"],
-        "engine-lease": {**session, "reclaim": session["reclaim"].as_json()},
-        "workflow-lease": {**per_claim, "reclaim": per_claim["reclaim"].as_json()},
+        "engine-lease": _as_json(session),
+        "workflow-lease": _as_json(per_claim),
         "failures": failures,
     }
     return data, section, targets

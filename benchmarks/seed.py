@@ -131,15 +131,20 @@ def _execute(sql: str) -> None:
 def seed(layout: Layout) -> dict[str, float | int | bool]:
     """Load the workflows, their visibility rows and their claim rows; return timings."""
     created = layout.now_ms - DAY_MS
-    state = f'{{"input": "{PAYLOAD}", "steps": {{}}}}'
+    # Every workflow parked until a day on (a sleep's park, as the runtime writes it): the
+    # running ones are due then, so a wake pass finds nothing due.
+    wake_at = layout.now_ms + DAY_MS
+    park = f'"park": {{"sleep": 0, "wake_at_ms": {wake_at}}}'
+    state = f'{{"input": "{PAYLOAD}", "steps": {{}}, {park}}}'
     state_sql = f"CAST('{state}' AS jsonb)" if connection.vendor == "postgresql" else f"'{state}'"
     series, numbers = _series(layout.total), _numbers(layout.total)
     timings: dict[str, float | int | bool] = {"total": layout.total}
     started = time.perf_counter()
     _execute(
         f"{series} INSERT INTO {_table(Workflow)} "
-        "(workflow_id, workflow_type, status, state, created_at_ms, updated_at_ms) "
-        f"SELECT wid, {_type()}, {_status(layout)}, {state_sql}, {created} + g, {created} + g "
+        "(workflow_id, workflow_type, status, state, created_at_ms, updated_at_ms, due_at_ms) "
+        f"SELECT wid, {_type()}, {_status(layout)}, {state_sql}, {created} + g, {created} + g, "
+        f"CASE WHEN {_status(layout)} = 'running' THEN {wake_at} ELSE 0 END "
         f"FROM {numbers}"
     )
     timings["workflows_s"] = round(time.perf_counter() - started, 2)
@@ -238,12 +243,16 @@ def add_parked(
     if not engines:
         raise ValueError("parked workflows need at least one live engine")
     series = _series(count)
+    wake_at = now_ms + DAY_MS
+    parked = (
+        f'{{"input": "parked", "steps": {{}}, "park": {{"sleep": 0, "wake_at_ms": {wake_at}}}}}'
+    )
     if connection.vendor == "postgresql":
         wid = f"'{prefix}' || lpad(g::text, 7, '0')"
-        state = 'CAST(\'{"input": "parked", "steps": {}}\' AS jsonb)'
+        state = f"CAST('{parked}' AS jsonb)"
     else:
         wid = f"printf('{prefix}%07d', g)"
-        state = '\'{"input": "parked", "steps": {}}\''
+        state = f"'{parked}'"
     holder = "CASE g % {n} {whens} END".format(
         n=len(engines),
         whens=" ".join(f"WHEN {i} THEN '{engine}'" for i, engine in enumerate(engines)),
@@ -256,8 +265,9 @@ def add_parked(
     started = time.perf_counter()
     _execute(
         f"{series} INSERT INTO {_table(Workflow)} "
-        "(workflow_id, workflow_type, status, state, created_at_ms, updated_at_ms) "
-        f"SELECT wid, {_type()}, 'running', {state}, {created} + g, {claimed} FROM {numbers}"
+        "(workflow_id, workflow_type, status, state, created_at_ms, updated_at_ms, due_at_ms) "
+        f"SELECT wid, {_type()}, 'running', {state}, {created} + g, {claimed}, {wake_at} "
+        f"FROM {numbers}"
     )
     _execute(
         f"{series} INSERT INTO {_table(WorkflowVisibility)} "
