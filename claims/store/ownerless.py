@@ -21,8 +21,10 @@ from claims.models.claims import HOLDER_PRESENT
 from claims.models.ownerless import OWNERLESS_MARK_TABLE
 
 # Marks judged per read at most: a mass release is taken a batch a pass, the place in the
-# marks moving on, so no pass reads without bound.
-MARK_BATCH = 5_000
+# marks moving on, so no pass reads without bound. 12,300 marks took 75 ms to judge and
+# prune on PostgreSQL (BENCHMARKS.md); a release of more than this at once is found over
+# several passes.
+MARK_BATCH = 20_000
 
 # Another engine deleting the same marks holds them; skipping them (they are going anyway)
 # keeps two deletions from waiting on each other in opposite orders.
