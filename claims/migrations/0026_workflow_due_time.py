@@ -3,8 +3,8 @@ so the wake passes find what is due through an index (claims.models.parks).
 
 The backfill reads each running workflow's park in SQL, the same rule as
 ``claims.models.parks.due_at_of``: an integer ``state.park.wake_at_ms`` clamped to
-[0, MAX_TIME_MS], anything else 0 (due at once). Finished workflows keep 0: the index and
-the wake passes read running ones only."""
+[0, MAX_TIME_MS], anything else 0 (due at once), for every workflow whatever its status: a
+resume writes the status alone, so a workflow suspended mid-sleep keeps the park's time."""
 
 from django.db import migrations, models
 
@@ -19,8 +19,7 @@ SET due_at_ms = CASE
         THEN CASE WHEN left(state->'park'->>'wake_at_ms', 1) = '-' THEN 0 ELSE {MAX_TIME_MS} END
     ELSE LEAST(GREATEST((state->'park'->>'wake_at_ms')::bigint, 0), {MAX_TIME_MS})
 END
-WHERE status = 'running'
-  AND jsonb_typeof(state->'park'->'wake_at_ms') = 'number'
+WHERE jsonb_typeof(state->'park'->'wake_at_ms') = 'number'
   AND (state->'park'->>'wake_at_ms') ~ '^-?[0-9]+$'
 """
 
@@ -29,8 +28,7 @@ WHERE status = 'running'
 SQLITE_BACKFILL = f"""
 UPDATE claims_workflow
 SET due_at_ms = MIN(MAX(json_extract(state, '$.park.wake_at_ms'), 0), {MAX_TIME_MS})
-WHERE status = 'running'
-  AND json_valid(state)
+WHERE json_valid(state)
   AND json_type(state, '$.park.wake_at_ms') = 'integer'
 """
 

@@ -1,10 +1,18 @@
 """The ownerless marks (claims.models.ownerless) and the triggers that write them, on
 PostgreSQL and SQLite alike.
 
+Each trigger marks on its own row's change alone, never on what it reads of the other table:
+a write racing another (a release and a backfill's index insert, each uncommitted) could
+otherwise judge the other's row as it was, and a pass judging between the two commits
+could delete the one mark written. Marked unconditionally, the transaction that commits
+last leaves a mark that no pass can judge before both writes are visible.
+
 The triggers are created and the table is filled from the rows (every running workflow in
 the index with no holder) in one transaction, with the claims and visibility tables locked
 against writes in between on PostgreSQL (about a second at a million workflows, well
-inside a lease), so no write falls between the fill and the triggers."""
+inside a lease), so no write falls between the fill and the triggers. A write in flight
+that locked one table and waits for the other may deadlock with it: PostgreSQL aborts
+one of the two, and the migration (or the engine's pass) is run again."""
 
 from django.db import migrations, models
 
@@ -24,19 +32,25 @@ def _held(workflow_id):
     return f"EXISTS (SELECT 1 FROM {CLAIMS} c WHERE c.workflow_id = {workflow_id} AND {_present('c')})"
 
 
-def _not_indexed_otherwise(workflow_id):
-    """Running in the index, or not in it at all (an index insert not visible yet)."""
-    return (
-        f"NOT EXISTS (SELECT 1 FROM {VISIBILITY} v "
-        f"WHERE v.workflow_id = {workflow_id} AND v.status <> 'running')"
-    )
-
-
 RELEASED = f"{_present('OLD')} AND NOT {_present('NEW')}"
 FILL = [
     f"DELETE FROM {MARKS}",
     f"INSERT INTO {MARKS} (workflow_id) SELECT v.workflow_id FROM {VISIBILITY} v "
     f"WHERE v.status = 'running' AND NOT {_held('v.workflow_id')}",
+]
+
+TRIGGERS = [
+    # (name, event, table, WHEN over the row's own values, the row whose id is marked)
+    ("released", "AFTER UPDATE", CLAIMS, RELEASED, "NEW"),  # lost its holder
+    ("deleted", "AFTER DELETE", CLAIMS, _present("OLD"), "OLD"),  # a held row deleted
+    ("indexed", "AFTER INSERT", VISIBILITY, "NEW.status = 'running'", "NEW"),
+    (
+        "resumed",
+        "AFTER UPDATE OF status",
+        VISIBILITY,
+        "NEW.status = 'running' AND OLD.status <> 'running'",
+        "NEW",
+    ),
 ]
 
 
@@ -47,22 +61,10 @@ def _plpgsql(name, body):
     )
 
 
-def _mark(row, condition=None):
-    insert = f"INSERT INTO {MARKS} (workflow_id) VALUES ({row}.workflow_id);"
-    return insert if condition is None else f"IF {condition} THEN {insert} END IF;"
+def _insert(row):
+    return f"INSERT INTO {MARKS} (workflow_id) VALUES ({row}.workflow_id);"
 
 
-POSTGRESQL_TRIGGERS = [
-    # (name, function body, table, timing and event, WHEN condition or None)
-    ("released", _mark("NEW", _not_indexed_otherwise("NEW.workflow_id")), CLAIMS,
-     "AFTER UPDATE", RELEASED),
-    ("deleted", _mark("OLD", _not_indexed_otherwise("OLD.workflow_id")), CLAIMS,
-     "AFTER DELETE", _present("OLD")),
-    ("indexed", _mark("NEW", f"NOT {_held('NEW.workflow_id')}"), VISIBILITY,
-     "AFTER INSERT", "NEW.status = 'running'"),
-    ("resumed", _mark("NEW"), VISIBILITY,
-     "AFTER UPDATE OF status", "NEW.status = 'running' AND OLD.status <> 'running'"),
-]
 # A TRUNCATE of the claims (a test or benchmark clearing its fleet) leaves every running
 # workflow in the index unheld.
 POSTGRESQL_TRUNCATED = (
@@ -72,9 +74,9 @@ POSTGRESQL_TRUNCATED = (
 
 def _postgresql_create():
     statements = []
-    for name, body, table, event, condition in POSTGRESQL_TRIGGERS:
+    for name, event, table, condition, row in TRIGGERS:
         statements += [
-            _plpgsql(name, body),
+            _plpgsql(name, _insert(row)),
             f"DROP TRIGGER IF EXISTS {MARKS}_{name} ON {table}",
             f"CREATE TRIGGER {MARKS}_{name} {event} ON {table} FOR EACH ROW "
             f"WHEN ({condition}) EXECUTE FUNCTION {MARKS}_{name}()",
@@ -91,7 +93,7 @@ def _postgresql_create():
 
 def _postgresql_drop():
     statements = []
-    for name, _, table, _, _ in POSTGRESQL_TRIGGERS:
+    for name, _, table, _, _ in TRIGGERS:
         statements += [
             f"DROP TRIGGER IF EXISTS {MARKS}_{name} ON {table}",
             f"DROP FUNCTION IF EXISTS {MARKS}_{name}()",
@@ -102,28 +104,16 @@ def _postgresql_drop():
     ]
 
 
-SQLITE_TRIGGERS = [
-    ("released", f"AFTER UPDATE ON {CLAIMS}",
-     f"{RELEASED} AND {_not_indexed_otherwise('NEW.workflow_id')}", "NEW"),
-    ("deleted", f"AFTER DELETE ON {CLAIMS}",
-     f"{_present('OLD')} AND {_not_indexed_otherwise('OLD.workflow_id')}", "OLD"),
-    ("indexed", f"AFTER INSERT ON {VISIBILITY}",
-     f"NEW.status = 'running' AND NOT {_held('NEW.workflow_id')}", "NEW"),
-    ("resumed", f"AFTER UPDATE OF status ON {VISIBILITY}",
-     "NEW.status = 'running' AND OLD.status <> 'running'", "NEW"),
-]
-
-
 def _sqlite_create():
     return [
-        f"CREATE TRIGGER IF NOT EXISTS {MARKS}_{name} {event} FOR EACH ROW WHEN {condition} "
-        f"BEGIN INSERT INTO {MARKS} (workflow_id) VALUES ({row}.workflow_id); END"
-        for name, event, condition, row in SQLITE_TRIGGERS
+        f"CREATE TRIGGER IF NOT EXISTS {MARKS}_{name} {event} ON {table} FOR EACH ROW "
+        f"WHEN {condition} BEGIN {_insert(row)} END"
+        for name, event, table, condition, row in TRIGGERS
     ] + FILL
 
 
 def _sqlite_drop():
-    return [f"DROP TRIGGER IF EXISTS {MARKS}_{name}" for name, _, _, _ in SQLITE_TRIGGERS]
+    return [f"DROP TRIGGER IF EXISTS {MARKS}_{name}" for name, _, _, _, _ in TRIGGERS]
 
 
 def _run(schema_editor, by_vendor):

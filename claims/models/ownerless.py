@@ -5,19 +5,19 @@ second discovery source reads instead of every running workflow (docs/design.md 
 The database writes them itself, by triggers on the claims and visibility tables (migration
 0027), in the transaction of the write that may have stranded the workflow:
 
-- a claim row loses its holder (a release, a forced release, a shutdown's release of all)
-  or is deleted, and the workflow's visibility row says running or is missing;
-- a visibility row is inserted as running while no claim row names a holder;
-- a visibility row becomes running (a resume), whatever the claim says.
+- a claim row loses its holder (a release, a forced release, a shutdown's release of all,
+  a finish) or a held claim row is deleted;
+- a visibility row is inserted as running (a start, a backfill's insert);
+- a visibility row becomes running (a resume, a backfill's fix).
 
 So the marks cover every way the rule "running in the index, no holder" can become true,
-written by weftboard or by anything else that writes these tables. A mark says "look", not
-"stranded": discovery judges each one against the rows and deletes the marks that no longer
-need it (held, or not running), by id, so a mark written meanwhile for the same workflow
-stays. Where two writes race (a release and a resume in flight together, each seeing the
-other's row as it was) at least one of them marks: the resume marks unconditionally, and
-a release marks when the index row is missing, not only when it says running, so an
-insert it cannot see yet is covered too.
+written by weftboard or by anything else that writes these tables. Each trigger marks on
+its own row's change alone, never on what it reads of the other table: of two writes
+racing (a release and an index insert, each uncommitted), the one that commits last leaves
+a mark, and no pass can judge that mark before both writes are visible. A mark says
+"look", not "stranded": discovery judges each one against the rows and deletes the marks
+that no longer need it (held, or not running), by id, so a mark written meanwhile for the
+same workflow stays.
 """
 
 from __future__ import annotations

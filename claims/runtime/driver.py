@@ -30,10 +30,6 @@ DriveOutcome = Literal[
     "completed", "failed", "parked", "paused", "deposed", "not-running", "unknown-type", "busy"
 ]
 
-# Drives one wake pass hands the pool at most; the rest, due later than these, are the
-# next pass's (a pass that finds more than this is behind whatever it does).
-WAKE_BATCH_LIMIT = 5_000
-
 
 class WorkflowDriver:
     def __init__(
@@ -67,11 +63,14 @@ class WorkflowDriver:
 
     def due_now(self) -> list[str]:
         """The running workflows this engine holds whose next drive is due by now (not
-        parked, or parked past their wake time), the soonest due first, at most
-        ``WAKE_BATCH_LIMIT``. One query through the due-time index (claims.models.parks):
-        a parked workflow costs nothing until its time comes. Only ids the registry holds
-        are answered: a claim the database names this engine for but the registry does
-        not know (a grant whose answer was lost) is not this engine's to drive yet."""
+        parked, or parked past their wake time), the soonest due first. One query through
+        the due-time index (claims.models.parks): a parked workflow costs nothing until
+        its time comes. No cap: a cap would be filled first by workflows due at 0 (ones this
+        engine cannot drive stay there) and starve the sleepers behind them. Only ids the
+        registry holds are answered: a claim the database names this engine for but the
+        registry does not know (a grant whose answer was lost) is not this engine's to
+        drive yet, and one the registry still caches but the row names another engine for
+        is not its any more."""
         held_here = WorkflowClaim.objects.filter(
             workflow_id=OuterRef("workflow_id"), holder_engine_id=self.registry.engine_id
         )
@@ -79,7 +78,7 @@ class WorkflowDriver:
             Workflow.objects.filter(status=WorkflowStatus.RUNNING, due_at_ms__lte=self.clock())
             .filter(Exists(held_here))
             .order_by("due_at_ms", "workflow_id")
-            .values_list("workflow_id", flat=True)[:WAKE_BATCH_LIMIT]
+            .values_list("workflow_id", flat=True)
         )
         held = set(self.registry.held_workflow_ids())
         return [workflow_id for workflow_id in due if workflow_id in held]

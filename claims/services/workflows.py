@@ -83,11 +83,9 @@ def workflow_start(
             created_at_ms=now,
             updated_at_ms=now,
         )
-        # The claim first: the index row then goes in beside a holder, and the ownerless
-        # marks' trigger (claims.models.ownerless) has nothing to mark.
+        workflow_index(workflow)
         if engine_id is not None:
             _claim_for_start(workflow_id, engine_id, now)
-        workflow_index(workflow)
     return workflow
 
 

@@ -1,6 +1,7 @@
 """The reclaim passes' second discovery source, running workflows in the visibility index
 with no holder, read from the ownerless marks (claims.models.ownerless) instead of every
-running workflow: with nothing stranded and nothing released, there is nothing to read.
+running workflow: with nothing stranded, and nothing started, finished, released or
+resumed since the last pass, there is nothing to read.
 
 Each read judges a batch of marks after this store's place in them against the rows, as the
 rule says it (running in the index, no holder present), answers the workflows that match,
@@ -78,10 +79,10 @@ def forget_marks(mark_ids: list[int]) -> None:
 
 def rebuild_marks() -> int:
     """Every mark judged again from the rows, in one transaction: the marks of the running
-    workflows in the index with no holder, one each, and no other. For a fleet whose rows
-    were written in bulk in an order the triggers judge one insert at a time (the index
-    before the claims); marks that writes in flight add meanwhile are kept. Returns the
-    number of marks."""
+    workflows in the index with no holder, one each, and no other. For rows written in bulk
+    (a seed marks every running index row it inserts, held or not); a write in flight marks
+    on its own commit, after this, so nothing it strands is lost. Returns the number of
+    marks."""
     running = WorkflowVisibility.objects.filter(status=WorkflowStatus.RUNNING)
     held = WorkflowClaim.objects.filter(HOLDER_PRESENT, workflow_id=OuterRef("workflow_id"))
     with transaction.atomic():

@@ -67,7 +67,8 @@ def test_a_checkpoint_write_keeps_the_due_time_of_the_state_it_writes() -> None:
 @pytest.mark.django_db
 def test_the_migration_backfills_running_workflows_by_the_same_rule() -> None:
     """Rows written before the column (bulk_create writes the column's default, as the
-    migration's AddField does), then the migration's own SQL on this database."""
+    migration's AddField does), then the migration's own SQL on this database: every
+    workflow's park, whatever its status (a suspended one may be resumed)."""
     rows = [
         Workflow(
             workflow_id=f"wf-{n}",
@@ -79,20 +80,21 @@ def test_the_migration_backfills_running_workflows_by_the_same_rule() -> None:
         )
         for n, (state, _) in enumerate(STATES)
     ]
-    finished = Workflow(
-        workflow_id="wf-done",
+    suspended = Workflow(
+        workflow_id="wf-suspended",
         workflow_type="order",
-        status=WorkflowStatus.COMPLETED,
+        status=WorkflowStatus.SUSPENDED,
         state={"park": {"sleep": 0, "wake_at_ms": WAKE}},
         created_at_ms=0,
         updated_at_ms=0,
     )
-    Workflow.objects.bulk_create([*rows, finished])
+    Workflow.objects.bulk_create([*rows, suspended])
     assert set(Workflow.objects.values_list("due_at_ms", flat=True)) == {DUE_NOW}
     migration = importlib.import_module("claims.migrations.0026_workflow_due_time")
 
     migration.backfill_due_times(None, SimpleNamespace(connection=connection))
 
     due = dict(Workflow.objects.values_list("workflow_id", "due_at_ms"))
-    assert due.pop("wf-done") == DUE_NOW
+    # Suspended mid-sleep: a resume writes the status alone, so the park's time is kept.
+    assert due.pop("wf-suspended") == WAKE
     assert due == {f"wf-{n}": expected for n, (_, expected) in enumerate(STATES)}

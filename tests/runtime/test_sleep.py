@@ -6,7 +6,6 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from claims.models import WorkflowClaim
-from claims.runtime import driver as driver_module
 from claims.services.workflows import workflow_cancel
 
 from .conftest import START_MS, claim_row, ledger, workflow_row
@@ -159,12 +158,27 @@ def test_due_now_asks_the_same_whatever_the_engine_holds(engine, start):
     assert len(a.driver.due_now()) == 21
 
 
-def test_due_now_hands_out_at_most_a_batch_the_soonest_first(engine, start, clock, monkeypatch):
+def test_due_now_answers_sleepers_behind_many_workflows_due_at_once(engine, start, clock):
+    """Workflows due at 0 (unparked) come first but never crowd out a woken sleeper."""
     a = engine("a")
-    by_wake_time = [start("ledger", {"sleep": seconds}, engine=a) for seconds in (4, 1, 3, 2, 5)]
+    by_wake_time = [start("ledger", {"sleep": seconds}, engine=a) for seconds in (4, 1, 3)]
     for wf in by_wake_time:
         assert a.drive(wf) == "parked"
+    unparked = [start("ledger", engine=a) for _ in range(6)]
     clock.advance(5_000)
-    monkeypatch.setattr(driver_module, "WAKE_BATCH_LIMIT", 3)
 
-    assert a.driver.due_now() == [by_wake_time[i] for i in (1, 3, 2)]
+    due = a.driver.due_now()
+
+    assert sorted(due[:6]) == sorted(unparked)
+    assert due[6:] == [by_wake_time[i] for i in (1, 2, 0)]
+
+
+def test_due_now_leaves_a_workflow_the_row_names_another_engine_for(engine, start):
+    """The registry still caches the claim, but another engine took it over in the
+    database: driving it would only be refused at the fenced write."""
+    a = engine("a")
+    wf = start("ledger", engine=a)
+    WorkflowClaim.objects.filter(workflow_id=wf).update(holder_engine_id="b", epoch=2)
+
+    assert a.registry.held_workflow_ids() == [wf]
+    assert a.driver.due_now() == []

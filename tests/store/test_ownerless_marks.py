@@ -26,6 +26,13 @@ HOLDER_CLEARED = {
 }
 
 
+@pytest.fixture(autouse=True)
+def no_marks_before() -> None:
+    """Start from no marks: a transactional test's flush (DELETE FROM the claims on SQLite)
+    fires the deleted-claim trigger, and its marks outlive that test."""
+    OwnerlessMark.objects.all().delete()
+
+
 def indexed(workflow_id: str, status: str = WorkflowStatus.RUNNING) -> None:
     factories.make_workflow(workflow_id, status=status)
     WorkflowVisibility.objects.create(
@@ -46,16 +53,18 @@ def marked() -> list[str]:
     return list(OwnerlessMark.objects.order_by("id").values_list("workflow_id", flat=True))
 
 
-def test_a_held_running_workflow_leaves_no_mark_and_is_not_found():
+def test_a_held_running_workflow_is_not_found_and_its_start_mark_is_forgotten():
     held_running("wf-held")
+    assert marked() == ["wf-held"]  # its index row went in running
 
-    assert marked() == []
     assert OrmClaimStore().list_unheld_running_indexed() == []
+    assert marked() == []
 
 
 def test_a_release_of_a_running_workflow_marks_it_until_a_holder_takes_it():
     held_running("wf-a")
     store = OrmClaimStore()
+    assert store.list_unheld_running_indexed() == []
 
     release("wf-a")
 
@@ -69,12 +78,14 @@ def test_a_release_of_a_running_workflow_marks_it_until_a_holder_takes_it():
     assert marked() == []  # judged held: forgotten
 
 
-def test_a_release_of_a_finished_workflow_marks_nothing():
+def test_a_release_of_a_finished_workflow_is_marked_and_forgotten():
     factories.make_claim("wf-done")
     indexed("wf-done", WorkflowStatus.COMPLETED)
 
     release("wf-done")
 
+    assert marked() == ["wf-done"]
+    assert OrmClaimStore().list_unheld_running_indexed() == []
     assert marked() == []
 
 
@@ -112,6 +123,7 @@ def test_a_resume_marks_whatever_the_claim_says():
 
 def test_renewals_and_takeovers_mark_nothing():
     held_running("wf-r")
+    OwnerlessMark.objects.all().delete()
 
     WorkflowClaim.objects.filter(workflow_id="wf-r").update(holder_expires_at_ms=10**12)
     WorkflowClaim.objects.filter(workflow_id="wf-r").update(holder_engine_id="e-2", epoch=2)
@@ -145,6 +157,7 @@ def test_many_marks_of_one_workflow_come_down_to_the_newest():
 def test_a_read_with_nothing_marked_is_one_query_and_writes_nothing(django_assert_num_queries):
     for n in range(20):
         held_running(f"wf-{n:02d}")
+    OrmClaimStore().list_unheld_running_indexed()  # forgets the starts' marks
 
     with django_assert_num_queries(1):
         assert OrmClaimStore().list_unheld_running_indexed() == []
@@ -166,6 +179,7 @@ def test_more_marks_than_a_batch_are_read_a_batch_a_pass(monkeypatch):
 def test_a_truncate_of_the_claims_marks_every_running_workflow_in_the_index():
     held_running("wf-1")
     indexed("wf-2", WorkflowStatus.COMPLETED)
+    OwnerlessMark.objects.all().delete()
 
     with connection.cursor() as cursor:
         cursor.execute("TRUNCATE claims_workflowclaim CASCADE")
@@ -208,11 +222,22 @@ def _while_uncommitted(write: Callable[[], None], meanwhile: Callable[[], None])
     assert errors == []
 
 
+def released_and_judged(workflow_id: str) -> Callable[[], None]:
+    """Release the claim (committed), then let a pass judge the marks at once."""
+
+    def run() -> None:
+        release(workflow_id)
+        assert OrmClaimStore().list_unheld_running_indexed() == []
+
+    return run
+
+
 @needs_concurrent_writers
 @pytest.mark.django_db(transaction=True)
-def test_a_resume_racing_a_release_is_still_marked():
-    """The release sees the index row still suspended, the resume sees the holder still
-    there: the resume's unconditional mark is what finds the workflow."""
+def test_a_resume_racing_a_release_is_found_after_both_commit():
+    """The release commits while the resume is in flight, and a pass judges the marks
+    between the two commits (the index row still suspended to it): the resume's own mark,
+    visible only with the resume, is what finds the workflow."""
     factories.make_claim("wf-race")
     indexed("wf-race", WorkflowStatus.SUSPENDED)
 
@@ -220,7 +245,7 @@ def test_a_resume_racing_a_release_is_still_marked():
         lambda: WorkflowVisibility.objects.filter(workflow_id="wf-race").update(
             status=WorkflowStatus.RUNNING
         ),
-        lambda: release("wf-race"),
+        released_and_judged("wf-race"),
     )
 
     assert OrmClaimStore().list_unheld_running_indexed() == ["wf-race"]
@@ -228,9 +253,10 @@ def test_a_resume_racing_a_release_is_still_marked():
 
 @needs_concurrent_writers
 @pytest.mark.django_db(transaction=True)
-def test_an_index_insert_racing_a_release_is_still_marked():
-    """The insert sees the holder still there, the release sees no index row yet: the
-    release marks a workflow the index lacks, which is what finds it."""
+def test_an_index_insert_racing_a_release_is_found_after_both_commit():
+    """A backfill inserts the index row of a held workflow while its claim is released and
+    a pass judges the release's mark (no index row yet to it): the insert's own mark is
+    what finds the workflow."""
     factories.make_claim("wf-race")
     factories.make_workflow("wf-race")
 
@@ -241,8 +267,27 @@ def test_an_index_insert_racing_a_release_is_still_marked():
             workflow_type="order",
             updated_at_ms=0,
         ),
-        lambda: release("wf-race"),
+        released_and_judged("wf-race"),
     )
+
+    assert OrmClaimStore().list_unheld_running_indexed() == ["wf-race"]
+
+
+@needs_concurrent_writers
+@pytest.mark.django_db(transaction=True)
+def test_a_release_racing_a_resume_is_found_after_both_commit():
+    """The other order: the resume commits and is judged (the holder still there to the
+    pass) while the release is in flight; the release's own mark finds the workflow."""
+    factories.make_claim("wf-race")
+    indexed("wf-race", WorkflowStatus.SUSPENDED)
+
+    def resumed_and_judged() -> None:
+        WorkflowVisibility.objects.filter(workflow_id="wf-race").update(
+            status=WorkflowStatus.RUNNING
+        )
+        assert OrmClaimStore().list_unheld_running_indexed() == []
+
+    _while_uncommitted(lambda: release("wf-race"), resumed_and_judged)
 
     assert OrmClaimStore().list_unheld_running_indexed() == ["wf-race"]
 
