@@ -4,8 +4,10 @@ answering exactly the rule "running in the index, no holder", on both databases.
 
 from __future__ import annotations
 
+import importlib
 import threading
 from collections.abc import Callable
+from types import SimpleNamespace
 
 import pytest
 from django.db import connection, transaction
@@ -303,3 +305,22 @@ def test_a_rebuild_leaves_one_mark_per_stranded_workflow_and_no_other():
 
     assert rebuild_marks() == 1
     assert marked() == ["wf-stranded"]
+
+
+def test_the_migration_fills_the_marks_from_the_rows_it_finds():
+    """The migration's own statements on rows written before it (as a fleet upgrading
+    has them): the triggers are created again in place, and the marks become the running
+    workflows in the index with no holder, one each."""
+    held_running("wf-held")
+    indexed("wf-stranded")
+    indexed("wf-done", WorkflowStatus.COMPLETED)
+    factories.make_claim("wf-unclaimed-row", engine=None)
+    indexed("wf-unclaimed-row")
+    OwnerlessMark.objects.all().delete()
+    migration = importlib.import_module("claims.migrations.0027_ownerless_marks")
+
+    migration.create(None, SimpleNamespace(connection=connection))
+
+    assert sorted(marked()) == ["wf-stranded", "wf-unclaimed-row"]
+    release("wf-held")  # the triggers are still there, once each
+    assert sorted(marked()) == ["wf-held", "wf-stranded", "wf-unclaimed-row"]
