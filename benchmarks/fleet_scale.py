@@ -160,14 +160,13 @@ def _wake_by_held_ids(held: list[str], now_ms: int) -> list[str]:
 
 def _wake_pass_ms(clock: FakeClock) -> dict[str, Any]:
     """One seeded engine's wake query, now and before, with nothing due (median of REPS)."""
-    engine_id = WAKE_ENGINE
     held = sorted(
-        WorkflowClaim.objects.filter(holder_engine_id=engine_id).values_list(
+        WorkflowClaim.objects.filter(holder_engine_id=WAKE_ENGINE).values_list(
             "workflow_id", flat=True
         )
     )
     registry = ClaimRegistry(
-        OrmClaimStore(), engine_id=engine_id, clock=clock, timing=ClaimTiming()
+        OrmClaimStore(), engine_id=WAKE_ENGINE, clock=clock, timing=ClaimTiming()
     )
     driver = WorkflowDriver(registry, clock=clock)
     now_ms = clock()

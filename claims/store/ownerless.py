@@ -21,6 +21,8 @@ from claims.models import OwnerlessMark, WorkflowClaim, WorkflowStatus, Workflow
 from claims.models.claims import HOLDER_PRESENT
 from claims.models.ownerless import OWNERLESS_MARK_TABLE
 
+from .claim_sets import CHUNK
+
 # Marks judged per read at most: a mass release is taken a batch a pass, the place in the
 # marks moving on, so no pass reads without bound. 12,300 marks took 75 ms to judge and
 # prune on PostgreSQL (BENCHMARKS.md); a release of more than this at once is found over
@@ -33,7 +35,11 @@ _FORGET_POSTGRESQL = (
     f"DELETE FROM {OWNERLESS_MARK_TABLE} WHERE id IN "
     f"(SELECT id FROM {OWNERLESS_MARK_TABLE} WHERE id = ANY(%s) FOR UPDATE SKIP LOCKED)"
 )
-_FORGET_CHUNK = 500  # SQLite: bound parameters per statement
+
+
+def _held() -> Exists:
+    """The outer row's workflow has a claim row with a holder (the rule's "held")."""
+    return Exists(WorkflowClaim.objects.filter(HOLDER_PRESENT, workflow_id=OuterRef("workflow_id")))
 
 
 class OwnerlessMarkQueries:
@@ -45,11 +51,10 @@ class OwnerlessMarkQueries:
         running = WorkflowVisibility.objects.filter(
             workflow_id=OuterRef("workflow_id"), status=WorkflowStatus.RUNNING
         )
-        held = WorkflowClaim.objects.filter(HOLDER_PRESENT, workflow_id=OuterRef("workflow_id"))
         marks = list(
             OwnerlessMark.objects.filter(id__gt=self._mark_after)
             .order_by("id")
-            .annotate(running=Exists(running), held=Exists(held))
+            .annotate(running=Exists(running), held=_held())
             .values_list("id", "workflow_id", "running", "held")[:MARK_BATCH]
         )
         self._mark_after = marks[-1][0] if len(marks) == MARK_BATCH else 0
@@ -73,8 +78,8 @@ def forget_marks(mark_ids: list[int]) -> None:
         with connection.cursor() as cursor:
             cursor.execute(_FORGET_POSTGRESQL, [mark_ids])
         return
-    for start in range(0, len(mark_ids), _FORGET_CHUNK):
-        OwnerlessMark.objects.filter(id__in=mark_ids[start : start + _FORGET_CHUNK]).delete()
+    for start in range(0, len(mark_ids), CHUNK):
+        OwnerlessMark.objects.filter(id__in=mark_ids[start : start + CHUNK]).delete()
 
 
 def rebuild_marks() -> int:
@@ -84,10 +89,9 @@ def rebuild_marks() -> int:
     on its own commit, after this, so nothing it strands is lost. Returns the number of
     marks."""
     running = WorkflowVisibility.objects.filter(status=WorkflowStatus.RUNNING)
-    held = WorkflowClaim.objects.filter(HOLDER_PRESENT, workflow_id=OuterRef("workflow_id"))
     with transaction.atomic():
         OwnerlessMark.objects.all().delete()
-        stranded = running.filter(~Exists(held)).values_list("workflow_id", flat=True)
+        stranded = running.filter(~_held()).values_list("workflow_id", flat=True)
         with connection.cursor() as cursor:
             sql, params = stranded.query.sql_with_params()
             cursor.execute(f"INSERT INTO {OWNERLESS_MARK_TABLE} (workflow_id) {sql}", params)
