@@ -46,10 +46,35 @@ class SlowFenceStore(OrmClaimStore):
 
         def slow() -> T:
             self.fence_held.set()
-            time.sleep(FENCE_HOLD_S)
+            wait_for_a_blocked_writer()
             return fn()
 
         return super().fenced_write(workflow_id, epoch, slow)
+
+
+def wait_for_a_blocked_writer() -> None:
+    """Hold the fence until the cancel queues behind it, so the order under test is the one run.
+
+    On PostgreSQL the cancel shows in pg_stat_activity waiting on a lock; a fixed sleep let a
+    loaded machine reach the drive's next fence before the cancel queued (a fair serial order,
+    but not the one this test is about). SQLite's writer spins in its busy handler, which no
+    view shows, so there the fence is held a fixed while.
+    """
+    if connection.vendor != "postgresql":
+        time.sleep(FENCE_HOLD_S)
+        return
+    deadline = time.monotonic() + 20
+    with connection.cursor() as cursor:
+        while time.monotonic() < deadline:
+            cursor.execute("SELECT pg_stat_clear_snapshot()")
+            cursor.execute(
+                "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()"
+                " AND pid <> pg_backend_pid() AND wait_event_type = 'Lock'"
+            )
+            if cursor.fetchone()[0]:
+                return
+            time.sleep(0.01)
+    raise AssertionError("the cancel never queued behind the held fence")
 
 
 def in_thread(target: Callable[[], Any], results: dict[str, Any], name: str) -> threading.Thread:
