@@ -19,6 +19,10 @@ Parts (``--only``, comma-separated; all by default):
             failover of an engine-lease engine's 20,000 claims, and the pages in that mode
   fleet     row writes and WAL per renew interval, 1,000,000 workflows over 50 engines,
             in both ownership modes (with --large, or by name)
+  discovery 1,000,000 running workflows held by 5, 20 and 50 engine-lease engines running
+            their real passes together for 10 intervals: the fleet's reclaim and wake
+            time per interval, now and before the ownerless marks (PostgreSQL; with
+            --large, or by name; about 15 minutes)
   pages-1m  the pages part over 1,000,000 claims (900,000 more parked, held live), in both
             ownership modes (with --large, or by name)
   bulk      a bulk job releasing 100,000 claims by query against a batched compare-and-swap

@@ -16,15 +16,16 @@ PARTS = (
     "sessions",
     "bulk",
     "fleet",
+    "discovery",
     "pages-1m",
     "bulk-1m",
 )
-# "fleet", "pages-1m" and "bulk-1m" seed 1,000,000 workflows (minutes each): run with
+# "fleet", "discovery", "pages-1m" and "bulk-1m" seed 1,000,000 workflows (minutes each): run with
 # --large, or ask for them by name.
-LARGE_PARTS = ("fleet", "pages-1m", "bulk-1m")
+LARGE_PARTS = ("fleet", "discovery", "pages-1m", "bulk-1m")
 DEFAULT_PARTS = tuple(part for part in PARTS if part not in LARGE_PARTS)
 # PostgreSQL alone: what they measure (WAL) SQLite does not have.
-POSTGRESQL_PARTS = ("fleet",)
+POSTGRESQL_PARTS = ("fleet", "discovery")
 RENEW_SIZES = (10_000,)
 LARGE_RENEW_SIZES = (10_000, 100_000)
 # The pages at a million claims: the pages part's 100,000 and this many parked.
@@ -41,6 +42,7 @@ def run_parts(
     from . import (
         bulk,
         failover,
+        fleet_discovery,
         fleet_scale,
         micro,
         pages,
@@ -81,6 +83,8 @@ def run_parts(
         payload["bulk"] = show(bulk.run(binding=binding))
     if "fleet" in parts:
         payload["fleet"] = show(fleet_scale.run(binding=binding))
+    if "discovery" in parts:
+        payload["discovery"] = show(fleet_discovery.run(binding=binding))
     if "pages-1m" in parts:
         for sessions in (False, True):
             key = "pages_1m_sessions" if sessions else "pages_1m"

@@ -57,6 +57,13 @@ SIZES: dict[str, dict[str, Any]] = {
         "ONE_ENGINE_SHARE": 250,
         "REPS": 1,
     },
+    "benchmarks.fleet_discovery": {
+        "TOTAL": 1_000,
+        "ENGINE_COUNTS": (2, 3),
+        "INTERVAL_MS": 500,
+        "WARMUP_TICKS": 1,
+        "MEASURED_TICKS": 2,
+    },
     "benchmarks.pages_fleet": {
         "CLAIMS": 600,
         "ENGINES": 8,

@@ -1,0 +1,258 @@
+"""Engines of the fleet-discovery benchmark, several to a process, as workers run them.
+
+Each engine is the product's own ``LocalEngine`` (its pass threads, its reclaim pool, its
+heartbeat), started on the claims the seed gave it: its session is opened (epoch 1, the
+one the seeded claims name) and its registry's cache holds its claims before its first
+pass, as an engine that had granted them would. The process ticks its engines together
+at the instants the parent chose, as beat fans its ticks out, and times every statement
+its threads send, by the pass that sent it, while the measured window is open.
+
+``legacy`` runs the discovery and wake reads as they were before the ownerless marks and
+the due-time index, so both are measured the same way on the same seed.
+
+Spawned before Django is set up: nothing here imports Django at module level.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Any
+
+ENGINES_PER_PROCESS = 10
+
+
+@dataclass
+class Plan:
+    url: str
+    engine_ids: list[str]
+    interval_ms: int
+    warmup_ticks: int
+    measured_ticks: int
+    legacy: bool
+
+
+@dataclass
+class StatementTimes:
+    """Statement time by the pass that sent it, while the window is open."""
+
+    open: bool = False
+    ms: dict[str, float] = field(default_factory=lambda: defaultdict(float))
+    count: dict[str, int] = field(default_factory=lambda: defaultdict(int))
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+    _local: threading.local = field(default_factory=threading.local)
+
+    def heartbeat(self) -> Any:
+        """Statements of the heartbeat that follows a pass count apart from the pass."""
+        times = self
+
+        class Heartbeat:
+            def __enter__(self) -> None:
+                times._local.heartbeat = True
+
+            def __exit__(self, *exc: object) -> None:
+                times._local.heartbeat = False
+
+        return Heartbeat()
+
+    def category(self) -> str:
+        name = threading.current_thread().name
+        if getattr(self._local, "heartbeat", False):
+            return "heartbeat"
+        if name.startswith("pass-"):
+            return name.removeprefix("pass-")
+        if name.startswith("reclaim"):
+            return "reclaim"  # the pass's attempt pool
+        return "other"
+
+    def __call__(self, execute: Any, sql: str, params: Any, many: bool, context: Any) -> Any:
+        started = time.perf_counter()
+        try:
+            return execute(sql, params, many, context)
+        finally:
+            if self.open:
+                elapsed = (time.perf_counter() - started) * 1000
+                category = self.category()
+                with self._lock:
+                    self.ms[category] += elapsed
+                    self.count[category] += 1
+
+
+def _install(times: StatementTimes) -> None:
+    from django.db.backends.signals import connection_created
+
+    def on_connection(sender: Any, connection: Any, **kwargs: Any) -> None:
+        if times not in connection.execute_wrappers:
+            connection.execute_wrappers.append(times)
+
+    connection_created.connect(on_connection, weak=False)
+
+
+def _use_legacy_reads() -> None:
+    """The reads before the marks and the due-time index, in this process only."""
+    from django.db.models import Exists, OuterRef, Q
+
+    from claims.models import Workflow, WorkflowClaim, WorkflowStatus, WorkflowVisibility
+    from claims.models.claims import HOLDER_INVALID, HOLDER_PRESENT
+    from claims.runtime.driver import WorkflowDriver
+    from claims.store import OrmClaimStore
+
+    def list_stale_holders(self: Any, *, expired_before_ms: int) -> list[str]:
+        stale = set(
+            WorkflowClaim.objects.filter(HOLDER_PRESENT)
+            .filter(Q(holder_expires_at_ms__lt=expired_before_ms) | HOLDER_INVALID)
+            .values_list("workflow_id", flat=True)
+        )
+        stale.update(self._stale_session_holders(expired_before_ms))
+        return sorted(stale)
+
+    def list_unheld_running_indexed(self: Any) -> list[str]:
+        holder = WorkflowClaim.objects.filter(HOLDER_PRESENT, workflow_id=OuterRef("workflow_id"))
+        return list(
+            WorkflowVisibility.objects.filter(status=WorkflowStatus.RUNNING)
+            .filter(~Exists(holder))
+            .order_by("workflow_id")
+            .values_list("workflow_id", flat=True)
+        )
+
+    def due_now(self: Any) -> list[str]:
+        held = self.registry.held_workflow_ids()
+        wake_at: dict[str, Any] = {}
+        for start in range(0, len(held), 5_000):
+            wake_at.update(
+                Workflow.objects.filter(
+                    workflow_id__in=held[start : start + 5_000], status=WorkflowStatus.RUNNING
+                ).values_list("workflow_id", "state__park__wake_at_ms")
+            )
+        now = self.clock()
+        return [
+            wf
+            for wf in held
+            if wf in wake_at and (not isinstance(wake_at[wf], int) or wake_at[wf] <= now)
+        ]
+
+    OrmClaimStore.list_stale_holders = list_stale_holders  # type: ignore[method-assign]
+    OrmClaimStore.list_unheld_running_indexed = list_unheld_running_indexed  # type: ignore[method-assign]
+    WorkflowDriver.due_now = due_now  # type: ignore[method-assign]
+
+
+def _engine_class(times: StatementTimes) -> Any:
+    from claims.engine.local import PASS_NAMES, LocalEngine
+    from claims.models import WorkflowClaim
+    from claims.protocol.records import Holder
+    from claims.services import engines
+
+    class BenchEngine(LocalEngine):
+        """A LocalEngine whose cache holds its seeded claims before its first pass, and
+        which notes how long each of its passes took inside the window."""
+
+        pass_ms: dict[str, list[float]]
+
+        def start(self) -> None:
+            self.pass_ms = defaultdict(list)
+            engines.engine_register(engine_id=self.engine_id, queue=self.queue, now_ms=self.clock())
+            self.registry.liveness.start()
+            session = self.registry.session
+            if session is None or session.epoch != 1:
+                raise RuntimeError(f"{self.engine_id}: the seeded claims name session 1")
+            rows = WorkflowClaim.objects.filter(holder_engine_id=self.engine_id).values_list(
+                "workflow_id",
+                "holder_epoch",
+                "holder_expires_at_ms",
+                "holder_claimed_at_ms",
+                "holder_session_epoch",
+            )
+            sent = self.clock.monotonic_ms()
+            for workflow_id, epoch, expires, claimed, session_epoch in rows.iterator(5_000):
+                holder = Holder(self.engine_id, epoch, expires, claimed, session_epoch)
+                self.registry._granted(workflow_id, holder, sent_monotonic_ms=sent)
+            for name in PASS_NAMES:
+                thread = threading.Thread(
+                    target=self._pass_loop, args=(name,), name=f"pass-{name}", daemon=True
+                )
+                thread.start()
+                self._threads.append(thread)
+
+        def _timed(self, name: str, run: Any) -> dict[str, Any]:
+            started = time.perf_counter()
+            try:
+                return run()
+            finally:
+                if times.open:
+                    self.pass_ms[name].append((time.perf_counter() - started) * 1000)
+
+        def run_reclaim(self) -> dict[str, Any]:
+            return self._timed("reclaim", super().run_reclaim)
+
+        def run_wake(self) -> dict[str, Any]:
+            return self._timed("wake", super().run_wake)
+
+        def _heartbeat(self, name: str, duration_s: float, summary: dict[str, Any]) -> None:
+            with times.heartbeat():
+                super()._heartbeat(name, duration_s, summary)
+
+    return BenchEngine
+
+
+def run_engines(plan: Plan, ready: Any, start: Any, results: Any) -> None:
+    """Start the plan's engines, tick them from the instant the parent sends, and send
+    back what the window measured; then end the process without disposing (a disposal
+    would release every claim)."""
+    os.environ["DJANGO_SETTINGS_MODULE"] = "weftboard.settings"
+    os.environ["DATABASE_URL"] = plan.url
+    os.environ.setdefault("WEFTBOARD_SECRET_KEY", "insecure-benchmark-only-key")
+    import django
+
+    django.setup()
+    from claims.protocol import ClaimTiming, OffsetClock
+
+    if plan.legacy:
+        _use_legacy_reads()
+    times = StatementTimes()
+    _install(times)
+    engine_class = _engine_class(times)
+    timing = ClaimTiming(renew_interval_ms=plan.interval_ms)
+    fleet = [
+        engine_class(
+            engine_id=engine_id,
+            queue=f"bench.{engine_id}",
+            timing=timing,
+            clock=OffsetClock(),
+            mode="engine-lease",
+        )
+        for engine_id in plan.engine_ids
+    ]
+    for engine in fleet:
+        engine.start()
+    ready.put(len(fleet))
+    t0 = start.get()
+    interval_s = plan.interval_ms / 1000
+    ticks = plan.warmup_ticks + plan.measured_ticks
+    for tick in range(ticks):
+        time.sleep(max(0.0, t0 + tick * interval_s - time.time()))
+        times.open = times.open or tick == plan.warmup_ticks
+        for engine in fleet:
+            engine.trigger()
+    time.sleep(max(0.0, t0 + ticks * interval_s - time.time()))
+    times.open = False
+    results.put(
+        {
+            "statement_ms": dict(times.ms),
+            "statements": dict(times.count),
+            "pass_ms": {engine.engine_id: dict(engine.pass_ms) for engine in fleet},
+            "held": {
+                engine.engine_id: len(engine.registry.held_workflow_ids()) for engine in fleet
+            },
+            "reclaimed": sum(
+                engine.metrics.snapshot()["attempts"].get(outcome, 0)
+                for engine in fleet
+                for outcome in ("takeover", "acquired")
+            ),
+        }
+    )
+    results.close()
+    results.join_thread()
+    os._exit(0)
