@@ -7,8 +7,10 @@ pass, as an engine that had granted them would. The process ticks its engines to
 at the instants the parent chose, as beat fans its ticks out, and times every statement
 its threads send, by the pass that sent it, while the measured window is open.
 
-``legacy`` runs the discovery and wake reads as they were before the ownerless marks and
-the due-time index, so both are measured the same way on the same seed.
+``legacy`` runs discovery and wake as they were before this work: the anti-join over every
+running workflow, the OR over every held claim, the park of every held workflow by id, a
+scan page per engine per pass and a full audit each time; so both are measured the same
+way on the same seed.
 
 Spawned before Django is set up: nothing here imports Django at module level.
 """
@@ -16,13 +18,25 @@ Spawned before Django is set up: nothing here imports Django at module level.
 from __future__ import annotations
 
 import os
+import re
 import threading
 import time
 from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
-ENGINES_PER_PROCESS = 10
+ENGINES_PER_PROCESS = 5
+
+
+def normalized(sql: str) -> str:
+    """A statement's text with its values, casts and list lengths taken out, so the text an
+    engine sent and the one pg_stat_statements keeps compare equal."""
+    sql = re.sub(r"'(?:[^']|'')*'", "?", sql)
+    sql = re.sub(r"%s|\$\d+", "?", sql)
+    sql = re.sub(r"::[a-z_ ]+(\[\])?", "", sql)
+    sql = re.sub(r"\b\d+\b", "?", sql)
+    sql = re.sub(r"\?(\s*,\s*\?)+", "?", sql)
+    return re.sub(r"\s+", " ", sql).strip()
 
 
 @dataclass
@@ -42,6 +56,11 @@ class StatementTimes:
     open: bool = False
     ms: dict[str, float] = field(default_factory=lambda: defaultdict(float))
     count: dict[str, int] = field(default_factory=lambda: defaultdict(int))
+    # Per statement text (normalized), how often each pass sent it: the parent splits the
+    # database's own time for that text between the passes by it.
+    texts: dict[str, dict[str, int]] = field(
+        default_factory=lambda: defaultdict(lambda: defaultdict(int))
+    )
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _local: threading.local = field(default_factory=threading.local)
 
@@ -76,9 +95,11 @@ class StatementTimes:
             if self.open:
                 elapsed = (time.perf_counter() - started) * 1000
                 category = self.category()
+                text = normalized(sql)
                 with self._lock:
                     self.ms[category] += elapsed
                     self.count[category] += 1
+                    self.texts[text][category] += 1
 
 
 def _install(times: StatementTimes) -> None:
@@ -134,6 +155,12 @@ def _use_legacy_reads() -> None:
             if wf in wake_at and (not isinstance(wake_at[wf], int) or wake_at[wf] <= now)
         ]
 
+    # No pace on the scan, and every audit a full one.
+    from claims.protocol import discovery
+    from claims.store import reclaim_cursor
+
+    reclaim_cursor.scan_is_paced = lambda moved_at_ms, now_ms, paced_ms: False  # type: ignore[attr-defined]
+    discovery.FULL_AUDIT_EVERY = 1
     OrmClaimStore.list_stale_holders = list_stale_holders  # type: ignore[method-assign]
     OrmClaimStore.list_unheld_running_indexed = list_unheld_running_indexed  # type: ignore[method-assign]
     WorkflowDriver.due_now = due_now  # type: ignore[method-assign]
@@ -241,6 +268,7 @@ def run_engines(plan: Plan, ready: Any, start: Any, results: Any) -> None:
     results.put(
         {
             "statement_ms": dict(times.ms),
+            "texts": {text: dict(counts) for text, counts in times.texts.items()},
             "statements": dict(times.count),
             "pass_ms": {engine.engine_id: dict(engine.pass_ms) for engine in fleet},
             "held": {

@@ -74,12 +74,16 @@ class SourceTimedStore(OrmClaimStore):
             self._note("unheld", started)
 
     def scan_unheld_running(
-        self, *, cursor_name: str, limit: int, scanned_by: str, now_ms: int
+        self, *, cursor_name: str, limit: int, scanned_by: str, now_ms: int, paced_ms: int = 0
     ) -> ScanPage:
         started = time.perf_counter()
         try:
             return super().scan_unheld_running(
-                cursor_name=cursor_name, limit=limit, scanned_by=scanned_by, now_ms=now_ms
+                cursor_name=cursor_name,
+                limit=limit,
+                scanned_by=scanned_by,
+                now_ms=now_ms,
+                paced_ms=paced_ms,
             )
         finally:
             self._note("page", started)

@@ -2,7 +2,7 @@
 so the wake passes find what is due through an index (claims.models.parks).
 
 The backfill reads each running workflow's park in SQL, the same rule as
-``claims.models.parks.due_at_of``: an integer ``state.park.wake_at_ms`` clamped to
+``claims.models.parks.park_wake_at``: an integer ``state.park.wake_at_ms`` clamped to
 [0, MAX_TIME_MS], anything else 0 (due at once), for every workflow whatever its status: a
 resume writes the status alone, so a workflow suspended mid-sleep keeps the park's time."""
 

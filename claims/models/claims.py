@@ -73,7 +73,12 @@ class WorkflowClaim(models.Model):
             # holder column, so renewals are no longer HOT updates): the reclaim pass then
             # reads only the held rows, not the whole table. Measured on 1,000,000 claims,
             # renew passes took the same time with and without it.
-            models.Index(fields=["holder_engine_id"], name="workflow_claim_holder_idx"),
+            # By engine, then claim time: an engine's claims, and its recent grants alone
+            # (reclaim's audit of rows naming it, claims.protocol.discovery).
+            models.Index(
+                fields=["holder_engine_id", "holder_claimed_at_ms"],
+                name="workflow_claim_granted_idx",
+            ),
             # The claims list's sorts (claims.selectors.claims.sorting), each read along its own
             # index with the workflow id as tie-breaker. Expiry and claim time exist on held
             # rows only, so their indexes are partial and small; docs/design.md §7.

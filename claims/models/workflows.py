@@ -85,7 +85,7 @@ class Workflow(models.Model):
         return f"{self.workflow_id} ({self.workflow_type}, {self.status})"
 
     def save(self, *args: Any, **kwargs: Any) -> None:
-        self.due_at_ms = due_at_of(self.state)
+        self.due_at_ms = due_at_of(self.state, written_at_ms=self.updated_at_ms or 0)
         update_fields = kwargs.get("update_fields")
         if update_fields is not None and "state" in update_fields:
             kwargs["update_fields"] = {*update_fields, "due_at_ms"}

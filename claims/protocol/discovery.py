@@ -16,6 +16,17 @@ from .registry import ClaimRegistry
 from .store import ClaimStore
 
 CURSOR_NAME = "default"
+# Every this many audits (each an audit interval apart, TTL / 3 by default), the audit
+# reads every row naming the engine, not only the recent grants: a grant whose claim time
+# lies further back than the margin is found then.
+FULL_AUDIT_EVERY = 10
+
+
+def scan_is_paced(moved_at_ms: int, now_ms: int, paced_ms: int) -> bool:
+    """Whether a scan page is not due yet: some engine moved the shared cursor less than
+    ``paced_ms`` ago. A cursor moved in this clock's future (another engine's clock ahead
+    of this one) counts as just moved: the wait is bounded by the skew."""
+    return paced_ms > 0 and now_ms - moved_at_ms < paced_ms
 
 
 @dataclass
@@ -43,14 +54,21 @@ class CandidateFinder:
         *,
         scan_limit: int,
         audit_interval_ms: int,
+        scan_paced_ms: int = 0,
     ) -> None:
         self.registry = registry
         self.store = store
         self._scan_limit = scan_limit
+        # A page of the authoritative scan per pace for the whole fleet, not one per engine
+        # per pass: the scan is for workflows the index never saw, and its cost must not
+        # grow with the number of engines (docs/design.md §4). 0: a page every pass.
+        self._scan_paced_ms = scan_paced_ms
         # How often discovery also asks which rows name this engine: one it does not hold
         # (an adopt order that never arrived) is adopted long before it would expire.
         self._audit_interval_ms = audit_interval_ms
         self._next_audit_ms: int | None = None
+        self._last_audit_ms: int | None = None
+        self._audits = 0
 
     def find(self, pending_redrives: Callable[[], dict[str, int]]) -> Discovery:
         registry, store = self.registry, self.store
@@ -64,6 +82,7 @@ class CandidateFinder:
             limit=self._scan_limit,
             scanned_by=registry.engine_id,
             now_ms=now,
+            paced_ms=self._scan_paced_ms,
         )
         # Grants whose answer was lost, and rows naming me that I do not hold: each is
         # settled by an attempt (a read), and driven if it is mine.
@@ -88,8 +107,18 @@ class CandidateFinder:
         )
 
     def _audit(self, now_ms: int) -> list[str]:
-        """Every audit interval: the ids whose row names this engine."""
+        """Every audit interval: the ids whose row names this engine and was granted since
+        the last look (less a TTL: a grant commits after the time it names, and writers'
+        clocks differ), a read as long as this engine's recent grants; the first look and
+        every FULL_AUDIT_EVERY-th read every row naming this engine, whenever granted."""
         if self._next_audit_ms is not None and now_ms < self._next_audit_ms:
             return []
         self._next_audit_ms = now_ms + self._audit_interval_ms
-        return self.store.list_held_by(engine_id=self.registry.engine_id)
+        since, self._last_audit_ms = self._last_audit_ms, now_ms
+        self._audits += 1
+        engine_id = self.registry.engine_id
+        if since is None or self._audits % FULL_AUDIT_EVERY == 0:
+            return self.store.list_held_by(engine_id=engine_id)
+        return self.store.list_granted_to(
+            engine_id=engine_id, claimed_since_ms=since - self.registry.timing.ttl_ms
+        )

@@ -39,6 +39,7 @@ class ReclaimTarget(SetBasedReclaim):
         on_reclaimed: Callable[[str], object] | None = None,
         is_type_registered: Callable[[str], bool] | None = None,
         scan_limit: int = AUTHORITATIVE_SCAN_LIMIT,
+        scan_paced_ms: int = 0,
         audit_interval_ms: int | None = None,
     ) -> None:
         self.registry = registry
@@ -53,6 +54,7 @@ class ReclaimTarget(SetBasedReclaim):
             registry,
             store,
             scan_limit=scan_limit,
+            scan_paced_ms=scan_paced_ms,
             audit_interval_ms=(
                 registry.timing.ttl_ms // 3 if audit_interval_ms is None else audit_interval_ms
             ),

@@ -88,15 +88,24 @@ class ClaimStore(SessionStore, Protocol):
         """Ids whose claim row names this engine as its holder."""
         ...
 
+    def list_granted_to(self, *, engine_id: str, claimed_since_ms: int) -> list[str]:
+        """Ids whose claim row names this engine as its holder with a claim time at or
+        after ``claimed_since_ms``: a read as long as this engine's recent grants."""
+        ...
+
     def list_unheld_running_indexed(self) -> list[str]:
         """Ids the visibility index says are running that have no holder."""
         ...
 
     def scan_unheld_running(
-        self, *, cursor_name: str, limit: int, scanned_by: str, now_ms: int
+        self, *, cursor_name: str, limit: int, scanned_by: str, now_ms: int, paced_ms: int = 0
     ) -> ScanPage:
         """Read up to ``limit`` workflows after the persisted cursor, in key order; return
-        the running ones with no holder, and move the cursor (to the start when short)."""
+        the running ones with no holder, and move the cursor (to the start when short).
+
+        With ``paced_ms``, read nothing (an empty page) when any engine moved the cursor
+        less than ``paced_ms`` before ``now_ms``: the fleet then reads a page per pace,
+        however many engines it has."""
         ...
 
     def save_pending_redrive(

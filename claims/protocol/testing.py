@@ -7,6 +7,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import TypeVar
 
+from .discovery import scan_is_paced
 from .errors import EngineDeposedError
 from .fake_clock import FakeClock
 from .memory_events import MemoryEventLog
@@ -38,6 +39,7 @@ class MemoryClaimStore(MemorySessionRows, MemoryEventLog):
         self._workflows: dict[str, WorkflowInfo] = {}
         self._indexed: dict[str, str] = {}  # workflow id -> status in the visibility index
         self._cursors: dict[str, tuple[str | None, int, int]] = {}  # last id, wraps, scanned
+        self._cursor_moved_at: dict[str, int] = {}
         self.pending_redrives: dict[tuple[str, str], tuple[int, int, str]] = {}
 
     # -- reads -----------------------------------------------------------------
@@ -149,6 +151,18 @@ class MemoryClaimStore(MemorySessionRows, MemoryEventLog):
             if row.holder is not None and row.holder.engine_id == engine_id
         )
 
+    def list_granted_to(self, *, engine_id: str, claimed_since_ms: int) -> list[str]:
+        with self._lock:
+            rows = self.rows()
+        return sorted(
+            wf
+            for wf, row in rows.items()
+            if row.holder is not None
+            and row.holder.engine_id == engine_id
+            and row.holder.claimed_at_ms is not None
+            and row.holder.claimed_at_ms >= claimed_since_ms
+        )
+
     def list_stale_holders(self, *, expired_before_ms: int) -> list[str]:
         with self._lock:
             rows = self.rows()
@@ -171,9 +185,13 @@ class MemoryClaimStore(MemorySessionRows, MemoryEventLog):
             ]
 
     def scan_unheld_running(
-        self, *, cursor_name: str, limit: int, scanned_by: str, now_ms: int
+        self, *, cursor_name: str, limit: int, scanned_by: str, now_ms: int, paced_ms: int = 0
     ) -> ScanPage:
         with self._lock:
+            moved_at = self._cursor_moved_at.get(cursor_name)
+            if moved_at is not None and scan_is_paced(moved_at, now_ms, paced_ms):
+                return ScanPage([], 0, False)
+            self._cursor_moved_at[cursor_name] = now_ms
             last, wraps, scanned_total = self._cursors.get(cursor_name, (None, 0, 0))
             page = [wf for wf in sorted(self._workflows) if last is None or wf > last][:limit]
             wrapped = len(page) < limit

@@ -22,10 +22,10 @@ from claims.store.workflows import workflow_index
 
 def workflow_checkpoint_write(workflow_id: str, *, state: dict[str, Any], now_ms: int) -> None:
     """Store a running workflow's new state, and when its next drive is due by it (a park's
-    wake time, else now). Caller is inside ``registry.fenced_write``."""
+    wake time, else a recheck after now). Caller is inside ``registry.fenced_write``."""
     updated = Workflow.objects.filter(
         workflow_id=workflow_id, status=WorkflowStatus.RUNNING
-    ).update(state=state, due_at_ms=due_at_of(state), updated_at_ms=now_ms)
+    ).update(state=state, due_at_ms=due_at_of(state, written_at_ms=now_ms), updated_at_ms=now_ms)
     if updated != 1:
         raise EngineDeposedError(workflow_id)
 

@@ -208,3 +208,16 @@ class ClaimSetQueries(SessionQueries):
             .order_by("workflow_id")
             .values_list("workflow_id", flat=True)
         )
+
+    def list_granted_to(self, *, engine_id: str, claimed_since_ms: int) -> list[str]:
+        # Along workflow_claim_granted_idx (engine, claim time): this engine's
+        # grants since then, whatever it holds from before.
+        return list(
+            WorkflowClaim.objects.filter(
+                HOLDER_PRESENT,
+                holder_engine_id=engine_id,
+                holder_claimed_at_ms__gte=claimed_since_ms,
+            )
+            .order_by("workflow_id")
+            .values_list("workflow_id", flat=True)
+        )

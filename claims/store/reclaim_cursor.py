@@ -7,6 +7,7 @@ from django.db.models import F
 
 from claims.models import ReclaimCursor, Workflow, WorkflowClaim, WorkflowStatus
 from claims.models.claims import HOLDER_PRESENT
+from claims.protocol.discovery import scan_is_paced
 from claims.protocol.records import ScanPage
 
 from .sql.reclaim_cursor import reclaim_cursor_statements
@@ -14,15 +15,29 @@ from .sql.reclaim_cursor import reclaim_cursor_statements
 
 class ReclaimCursorQueries:
     def scan_unheld_running(
-        self, *, cursor_name: str, limit: int, scanned_by: str, now_ms: int
+        self, *, cursor_name: str, limit: int, scanned_by: str, now_ms: int, paced_ms: int = 0
     ) -> ScanPage:
-        with connection.cursor() as db_cursor:
-            db_cursor.execute(
-                reclaim_cursor_statements().create, [cursor_name, 0, 0, now_ms, scanned_by]
-            )
+        # A read without a lock first: when the page is not due, that read is the pass's
+        # whole cost of the scan, and no engine queues on the cursor row.
+        moved_at = (
+            ReclaimCursor.objects.filter(name=cursor_name)
+            .values_list("updated_at_ms", flat=True)
+            .first()
+        )
+        if moved_at is None:
+            with connection.cursor() as db_cursor:
+                db_cursor.execute(
+                    reclaim_cursor_statements().create, [cursor_name, 0, 0, 0, scanned_by]
+                )
+        elif scan_is_paced(moved_at, now_ms, paced_ms):
+            return ScanPage([], 0, False)
         with transaction.atomic():
-            # Locking the cursor row makes concurrent engines scan successive pages.
+            # Locking the cursor row makes concurrent engines scan successive pages; the
+            # pace is judged again under the lock, so engines that raced past the read
+            # above still read one page between them.
             cursor = ReclaimCursor.objects.select_for_update().get(name=cursor_name)
+            if scan_is_paced(cursor.updated_at_ms, now_ms, paced_ms):
+                return ScanPage([], 0, False)
             page = Workflow.objects.order_by("workflow_id")
             if cursor.last_workflow_id is not None:
                 page = page.filter(workflow_id__gt=cursor.last_workflow_id)

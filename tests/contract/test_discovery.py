@@ -255,6 +255,47 @@ def test_scan_reads_500_rows_per_pass_by_default(registry, workflows, reclaim_ta
     assert workflows.cursor() == (None, 1, 1_200)
 
 
+def test_a_paced_scan_reads_one_page_per_pace_for_the_whole_fleet(
+    registry, workflows, reclaim_target, clock
+):
+    """Engines on the same tick share one page; the next is read once the pace has passed,
+    by whichever engine comes first; a pace of 0 reads a page every pass."""
+    workflows.put_many([f"w-{i:02d}" for i in range(12)], indexed=False)
+    a, b = (reclaim_target(registry(name), scan_limit=4, scan_paced_ms=2_500) for name in "ab")
+
+    assert a.list_candidates() == ["w-00", "w-01", "w-02", "w-03"]
+    assert b.list_candidates() == []
+    assert (b.last_discovery.scanned, b.last_discovery.wrapped) == (0, False)
+    clock.advance(2_499)
+    assert a.list_candidates() == []
+    assert workflows.cursor() == ("w-03", 0, 4)
+    clock.advance(1)
+    assert b.list_candidates() == ["w-04", "w-05", "w-06", "w-07"]
+    assert a.list_candidates() == []
+
+    unpaced = reclaim_target(registry("c"), scan_limit=4)
+    assert unpaced.list_candidates() == ["w-08", "w-09", "w-10", "w-11"]
+    assert workflows.cursor() == ("w-11", 0, 12)
+
+
+def test_a_cursor_moved_in_this_engines_future_paces_it_until_its_clock_passes_the_pace(
+    registry, store, workflows, reclaim_target, clock
+):
+    """Another engine's clock ahead of this one: the wait is bounded by the skew."""
+    workflows.put_many([f"w-{i:02d}" for i in range(8)], indexed=False)
+    ahead = store.scan_unheld_running(
+        cursor_name="default", limit=4, scanned_by="a", now_ms=clock() + 3_000, paced_ms=2_500
+    )
+    assert ahead.candidates == ["w-00", "w-01", "w-02", "w-03"]
+    behind = reclaim_target(registry("b"), scan_limit=4, scan_paced_ms=2_500)
+
+    assert behind.list_candidates() == []
+    clock.advance(5_499)
+    assert behind.list_candidates() == []
+    clock.advance(1)
+    assert behind.list_candidates() == ["w-04", "w-05", "w-06", "w-07"]
+
+
 # -- disposal -----------------------------------------------------------------------------
 
 

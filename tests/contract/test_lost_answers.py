@@ -406,6 +406,34 @@ def test_discovery_asks_for_rows_naming_this_engine_once_per_audit_interval(
     assert target.list_candidates() == ["wf"]
 
 
+def test_after_the_first_look_the_audit_reads_recent_grants_and_all_rows_now_and_then(
+    registry, arrange, workflows, reclaim_target, clock
+):
+    """A row naming this engine granted since the last look (less a TTL) is found at the next
+    audit; one whose claim time lies further back only at the next full audit."""
+    from claims.protocol.discovery import FULL_AUDIT_EVERY
+
+    workflows.put_many(["wf-old", "wf-new"])
+    a = registry("a")
+    target = reclaim_target(a)
+    target.list_candidates()
+    assert target.last_discovery.mine_unheld == 0  # the first look reads every row: none yet
+    interval = TTL_MS // 3
+    clock.advance(interval)
+    arrange.put_row("wf-old", epoch=3, holder=Holder("a", 3, clock() + TTL_MS, T0 - TTL_MS - 1))
+    arrange.put_row("wf-new", epoch=4, holder=Holder("a", 4, clock() + TTL_MS, T0 - TTL_MS))
+
+    assert target.list_candidates() == ["wf-new"]
+    assert target.last_discovery.mine_unheld == 1
+    for _ in range(FULL_AUDIT_EVERY - 3):
+        clock.advance(interval)
+        target.list_candidates()
+        assert target.last_discovery.mine_unheld == 0  # both granted before the margin now
+    clock.advance(interval)
+    target.list_candidates()
+    assert target.last_discovery.mine_unheld == 2
+
+
 # -- releases and finishes whose answer was lost -------------------------------------------
 
 

@@ -11,14 +11,16 @@ import pytest
 from django.db import connection
 
 from claims.models import Workflow, WorkflowStatus
-from claims.models.parks import DUE_NOW, due_at_of
+from claims.models.parks import DUE_NOW, due_at_of, executing_recheck_ms, park_wake_at
 from claims.protocol.times import MAX_TIME_MS
 from claims.runtime.writes import workflow_checkpoint_write
 from tests import factories
 
+RECHECK_MS = executing_recheck_ms()  # the renew interval the test settings configure
+
 WAKE = 1_700_000_005_000
 
-# Each state beside the due time the rule gives it.
+# Each state beside the wake time the park rule gives it.
 STATES: list[tuple[Any, int]] = [
     ({"input": None, "steps": {}}, DUE_NOW),
     ({"park": {"sleep": 0, "wake_at_ms": WAKE}}, WAKE),
@@ -38,8 +40,22 @@ STATES: list[tuple[Any, int]] = [
 
 
 @pytest.mark.parametrize(("state", "due"), [*STATES, (None, DUE_NOW)])
-def test_the_rule_reads_an_integer_wake_time_and_nothing_else(state: Any, due: int) -> None:
-    assert due_at_of(state) == due
+def test_the_park_rule_reads_an_integer_wake_time_and_nothing_else(state: Any, due: int) -> None:
+    assert park_wake_at(state) == due
+
+
+@pytest.mark.parametrize(("state", "wake"), [*STATES, (None, DUE_NOW)])
+def test_a_workflow_is_due_at_its_wake_time_else_a_recheck_after_its_write(
+    state: Any, wake: int
+) -> None:
+    written = WAKE - 60_000
+    expected = wake if wake != DUE_NOW else written + RECHECK_MS
+    assert due_at_of(state, written_at_ms=written) == expected
+
+
+def test_the_recheck_stays_inside_the_times_a_page_can_show() -> None:
+    assert due_at_of({}, written_at_ms=MAX_TIME_MS) == MAX_TIME_MS
+    assert due_at_of({}, written_at_ms=-5) == RECHECK_MS
 
 
 @pytest.mark.django_db
@@ -48,8 +64,9 @@ def test_saving_a_workflow_keeps_its_due_time() -> None:
     assert Workflow.objects.get(workflow_id="wf").due_at_ms == WAKE
 
     row.state = {"steps": {}}
-    row.save(update_fields=["state"])
-    assert Workflow.objects.get(workflow_id="wf").due_at_ms == DUE_NOW
+    row.updated_at_ms = WAKE + 1
+    row.save(update_fields=["state", "updated_at_ms"])
+    assert Workflow.objects.get(workflow_id="wf").due_at_ms == WAKE + 1 + RECHECK_MS
 
 
 @pytest.mark.django_db
@@ -61,7 +78,7 @@ def test_a_checkpoint_write_keeps_the_due_time_of_the_state_it_writes() -> None:
     assert Workflow.objects.get(workflow_id="wf").due_at_ms == WAKE
 
     workflow_checkpoint_write("wf", state={"steps": {"next": {}}}, now_ms=WAKE)
-    assert Workflow.objects.get(workflow_id="wf").due_at_ms == DUE_NOW
+    assert Workflow.objects.get(workflow_id="wf").due_at_ms == WAKE + RECHECK_MS
 
 
 @pytest.mark.django_db

@@ -5,10 +5,14 @@ from __future__ import annotations
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from claims.models import WorkflowClaim
+from claims.models import Workflow, WorkflowClaim
+from claims.models.parks import DUE_NOW, executing_recheck_ms
+from claims.runtime.writes import workflow_checkpoint_write
 from claims.services.workflows import workflow_cancel
 
 from .conftest import START_MS, claim_row, ledger, workflow_row
+
+RECHECK_MS = executing_recheck_ms()  # the renew interval the test settings configure
 
 
 def test_sleep_parks_until_the_wake_time_then_the_drive_completes(engine, start, clock):
@@ -108,8 +112,9 @@ def test_editing_a_step_result_never_edits_its_checkpoint(engine, start, clock):
 def test_due_now_answers_what_is_due_here_soonest_first_in_one_query(
     engine, start, clock, django_assert_num_queries
 ):
-    """Running and unparked or woken: due. Parked, finished, cancelled, another engine's:
-    not due. Unparked (due at 0) comes before woken (due at its wake time)."""
+    """Running and woken, or unparked and unwritten for the recheck time: due. Parked,
+    finished, cancelled, another engine's: not due. Soonest due first: the woken one (at
+    its wake time) before the unparked one (a recheck after its start)."""
     a, b = engine("a"), engine("b")
     woken = start("ledger", {"sleep": 1}, engine=a)
     fresh = start("ledger", engine=a)
@@ -120,13 +125,30 @@ def test_due_now_answers_what_is_due_here_soonest_first_in_one_query(
     for wf in (parked, woken, done):
         a.drive(wf)
     workflow_cancel(cancelled, clock=clock)
-    clock.advance(1_000)
+    clock.advance(RECHECK_MS)
 
     with django_assert_num_queries(1):
         due = a.driver.due_now()
 
-    assert due == [fresh, woken]
+    assert due == [woken, fresh]
     assert b.driver.due_now() == [elsewhere]
+
+
+def test_a_workflow_whose_drive_writes_is_not_due_until_its_writes_stop(engine, start, clock):
+    """Unparked, it is due a recheck after its last write: a drive checkpointing every step
+    keeps it off every wake pass, and a stopped one is due again (as its start was)."""
+    a = engine("a")
+    wf = start("ledger", {"steps": 3}, engine=a)
+    assert workflow_row(wf).due_at_ms == START_MS + RECHECK_MS
+    clock.advance(RECHECK_MS - 1)
+    assert a.driver.due_now() == []
+    clock.advance(1)
+    assert a.driver.due_now() == [wf]
+
+    written = workflow_row(wf).updated_at_ms
+    workflow_checkpoint_write(wf, state=workflow_row(wf).state, now_ms=clock())
+    assert workflow_row(wf).due_at_ms == clock() + RECHECK_MS > written
+    assert a.driver.due_now() == []
 
 
 def test_due_now_leaves_a_claim_the_registry_does_not_hold(engine, start):
@@ -139,7 +161,7 @@ def test_due_now_leaves_a_claim_the_registry_does_not_hold(engine, start):
     assert a.driver.due_now() == []
 
 
-def test_due_now_asks_the_same_whatever_the_engine_holds(engine, start):
+def test_due_now_asks_the_same_whatever_the_engine_holds(engine, start, clock):
     """The query names no held id: its text and parameters are the same for one held
     workflow as for many, so its cost is the index's, not the cache's size."""
     a = engine("a")
@@ -150,21 +172,28 @@ def test_due_now_asks_the_same_whatever_the_engine_holds(engine, start):
         return tuple(query["sql"] for query in queries.captured_queries)
 
     start("ledger", engine=a)
+    clock.advance(RECHECK_MS)
     one = asked()
     for _ in range(20):
         start("ledger", engine=a)
+    clock.advance(RECHECK_MS)
 
-    assert asked() == one
+    assert len(asked()) == len(one) == 1
+    assert asked()[0].replace(str(clock()), "NOW") == one[0].replace(
+        str(clock() - RECHECK_MS), "NOW"
+    )
     assert len(a.driver.due_now()) == 21
 
 
 def test_due_now_answers_sleepers_behind_many_workflows_due_at_once(engine, start, clock):
-    """Workflows due at 0 (unparked) come first but never crowd out a woken sleeper."""
+    """Rows due at 0 (as migration 0026 left unparked workflows) come first but never crowd
+    out a woken sleeper."""
     a = engine("a")
     by_wake_time = [start("ledger", {"sleep": seconds}, engine=a) for seconds in (4, 1, 3)]
     for wf in by_wake_time:
         assert a.drive(wf) == "parked"
     unparked = [start("ledger", engine=a) for _ in range(6)]
+    Workflow.objects.filter(workflow_id__in=unparked).update(due_at_ms=DUE_NOW)
     clock.advance(5_000)
 
     due = a.driver.due_now()
