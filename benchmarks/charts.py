@@ -345,6 +345,39 @@ def _ownership_modes(plt: Any, runs: list[dict[str, Any]]) -> Any:
     return fig
 
 
+def _discovery(plt: Any, runs: list[dict[str, Any]]) -> Any:
+    """The fleet's reclaim and wake database time per interval by engine count, now and
+    before, on a log scale (the two differ by orders of magnitude)."""
+    runs = [run for run in runs if run.get("discovery", {}).get("by_engines")]
+    if not runs:
+        return None
+    data = runs[-1]["discovery"]
+    counts = list(data["by_engines"])
+    fig, ax = plt.subplots(figsize=(9, 5))
+    width = 0.38
+    for offset, variant, color, label in (
+        (-width / 2, "before", "#999999", "before: anti-join, OR, park by id, page per engine"),
+        (width / 2, "now", "#DD8452", "now: marks, due-time index, paced page, audit by grant"),
+    ):
+        values = [data["by_engines"][n][variant]["passes_ms"] for n in counts]
+        xs = [i + offset for i in range(len(counts))]
+        bars = ax.bar(xs, values, width, color=color, label=label)
+        ax.bar_label(bars, labels=[f"{v:,.0f}" for v in values], fontsize=8)
+    ax.axhline(
+        250, color="black", linestyle="--", linewidth=1, label="target at 50 engines: 250 ms"
+    )
+    ax.set_yscale("log")
+    ax.set_xticks(range(len(counts)), [f"{n} engines" for n in counts])
+    ax.set_ylabel("database ms per interval (pg_stat_statements)")
+    ax.set_title(
+        f"Reclaim + wake of the whole fleet, {data['total']:,} held, nothing stranded, "
+        f"per {data['interval_ms'] / 1000:g} s interval"
+    )
+    ax.grid(alpha=0.3, axis="y")
+    ax.legend(fontsize=8, loc="upper left")
+    return fig
+
+
 CHARTS = (
     ("ratios", _ratios),
     ("reclaim-scale", _reclaim_scale),
@@ -352,6 +385,7 @@ CHARTS = (
     ("pages", _pages),
     ("pages-1m", _pages_1m),
     ("ownership-modes", _ownership_modes),
+    ("fleet-discovery", _discovery),
 )
 
 

@@ -211,6 +211,10 @@ def _summary(
         "database_ms": database,
         "database_total_ms": round(sum(database.values()), 1),
         "unattributed_top": unmatched,
+        "costliest_statements": [
+            (round(ms / MEASURED_TICKS, 1), round(calls / MEASURED_TICKS, 1), query[:160])
+            for query, calls, ms in sorted(statements, key=lambda s: -s[2])[:12]
+        ],
         "statements_per_interval": round(
             sum(calls for _, calls, _ in statements) / MEASURED_TICKS, 1
         ),

@@ -306,6 +306,7 @@ class LocalEngine:
                 "authoritative_scan": discovery.authoritative_scan,
                 "pending_redrives": discovery.pending_redrives,
             },
+            "deferred": discovery.deferred,
             "scanned": discovery.scanned,
             "wrapped": discovery.wrapped,
         }

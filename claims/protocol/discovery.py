@@ -9,6 +9,7 @@ hold (every audit interval) and pending re-drives join them.
 
 from __future__ import annotations
 
+import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -20,6 +21,13 @@ CURSOR_NAME = "default"
 # reads every row naming the engine, not only the recent grants: a grant whose claim time
 # lies further back than the margin is found then.
 FULL_AUDIT_EVERY = 10
+# At most this many of the candidates every engine sees alike (stale holders, ownerless
+# marks, the scan's page) are attempted in one pass: a window of them starting at a random
+# place. When thousands are stranded at once, the live engines then take mostly different
+# parts, and the set-based takeover skips rows another engine is writing (FOR UPDATE SKIP
+# LOCKED): the failure is split between the engines, not repeated by each, and no pass
+# outgrows its interval. The rest wait for the next pass (docs/design.md §4).
+SHARED_CANDIDATE_LIMIT = 5_000
 
 
 def scan_is_paced(moved_at_ms: int, now_ms: int, paced_ms: int) -> bool:
@@ -38,6 +46,7 @@ class Discovery:
     authoritative_scan: int = 0
     pending_redrives: int = 0
     mine_unheld: int = 0  # rows naming this engine that it did not hold, or grants in doubt
+    deferred: int = 0  # shared candidates beyond this pass's window, left for later passes
     scanned: int = 0
     wrapped: bool = False
     candidates: list[str] = field(default_factory=list)
@@ -55,9 +64,13 @@ class CandidateFinder:
         scan_limit: int,
         audit_interval_ms: int,
         scan_paced_ms: int = 0,
+        shared_limit: int = SHARED_CANDIDATE_LIMIT,
+        rng: random.Random | None = None,
     ) -> None:
         self.registry = registry
         self.store = store
+        self._shared_limit = shared_limit
+        self._rng = rng if rng is not None else random.Random()
         self._scan_limit = scan_limit
         # A page of the authoritative scan per pace for the whole fleet, not one per engine
         # per pass: the scan is for workflows the index never saw, and its cost must not
@@ -84,14 +97,20 @@ class CandidateFinder:
             now_ms=now,
             paced_ms=self._scan_paced_ms,
         )
+        shared = [
+            workflow_id
+            for workflow_id in dict.fromkeys([*stale, *unheld, *page.candidates])
+            if workflow_id not in held
+        ]
+        window = self._window(shared)
         # Grants whose answer was lost, and rows naming me that I do not hold: each is
-        # settled by an attempt (a read), and driven if it is mine.
+        # settled by an attempt (a read), and driven if it is mine. Never deferred: no other
+        # engine can settle them.
         unknown = [wf for wf in registry.doubted_workflow_ids() if wf not in held]
         unknown += [wf for wf in self._audit(now) if wf not in held]
-        candidates: dict[str, None] = {}
-        for workflow_id in [*stale, *unheld, *page.candidates, *unknown]:
-            if workflow_id not in held:
-                candidates.setdefault(workflow_id)
+        candidates = dict.fromkeys(window)
+        for workflow_id in unknown:
+            candidates.setdefault(workflow_id)
         pending = pending_redrives()
         for workflow_id in pending:
             candidates.setdefault(workflow_id)
@@ -101,10 +120,20 @@ class CandidateFinder:
             authoritative_scan=len(page.candidates),
             pending_redrives=len(pending),
             mine_unheld=len(unknown),
+            deferred=len(shared) - len(window),
             scanned=page.scanned,
             wrapped=page.wrapped,
             candidates=list(candidates),
         )
+
+    def _window(self, shared: list[str]) -> list[str]:
+        """All of ``shared`` in order when they fit the limit; else ``shared_limit`` of
+        them in order from a random place, wrapping round."""
+        if len(shared) <= self._shared_limit:
+            return shared
+        start = self._rng.randrange(len(shared))
+        window = shared[start : start + self._shared_limit]
+        return window + shared[: self._shared_limit - len(window)]
 
     def _audit(self, now_ms: int) -> list[str]:
         """Every audit interval: the ids whose row names this engine and was granted since

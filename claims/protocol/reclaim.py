@@ -10,11 +10,12 @@ judgement (``decisions.after_takeover``) for the single path and the set-based b
 from __future__ import annotations
 
 import logging
+import random
 from collections.abc import Callable
 
 from .constants import AUTHORITATIVE_SCAN_LIMIT, TAKEOVER_MAX_ATTEMPTS
 from .decisions import after_takeover
-from .discovery import CURSOR_NAME, CandidateFinder, Discovery
+from .discovery import CURSOR_NAME, SHARED_CANDIDATE_LIMIT, CandidateFinder, Discovery
 from .log_events import log_takeover
 from .metrics import ClaimMetrics
 from .reclaim_batch import AttemptStatus, SetBasedReclaim
@@ -41,6 +42,8 @@ class ReclaimTarget(SetBasedReclaim):
         scan_limit: int = AUTHORITATIVE_SCAN_LIMIT,
         scan_paced_ms: int = 0,
         audit_interval_ms: int | None = None,
+        shared_candidate_limit: int = SHARED_CANDIDATE_LIMIT,
+        rng: random.Random | None = None,
     ) -> None:
         self.registry = registry
         self.store = store
@@ -55,6 +58,8 @@ class ReclaimTarget(SetBasedReclaim):
             store,
             scan_limit=scan_limit,
             scan_paced_ms=scan_paced_ms,
+            shared_limit=shared_candidate_limit,
+            rng=rng,
             audit_interval_ms=(
                 registry.timing.ttl_ms // 3 if audit_interval_ms is None else audit_interval_ms
             ),

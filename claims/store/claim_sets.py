@@ -12,9 +12,9 @@ from django.db import connection, transaction
 from claims.models import ClaimEvent, WorkflowClaim
 from claims.models.claims import HOLDER_GARBLED, HOLDER_PRESENT
 from claims.protocol.records import MOVE_KINDS, ClaimRow, GrantPlan, Holder
-from claims.protocol.sessions import SessionRow
 
 from .rows import HOLDER_COLUMNS, claim_row_from_values, event_row
+from .session_pairs import SessionPairWatch
 from .sessions import SessionQueries
 from .sql.claim_rows import claim_statements
 
@@ -37,18 +37,6 @@ def _plan_row(plan: GrantPlan) -> list[object]:
         plan.holder.claimed_at_ms,
         plan.holder.session_epoch,
     ]
-
-
-def _session_alive(session: SessionRow | None, epoch: int, expired_before_ms: int) -> bool:
-    """Whether the claims naming session ``epoch`` are still held: it is valid, at that
-    epoch, open, and expires no earlier than the bound (the stale-holder rule)."""
-    return (
-        session is not None
-        and session.is_valid()
-        and session.epoch == epoch
-        and session.closed_at_ms is None
-        and session.expires_at_ms >= expired_before_ms
-    )
 
 
 def _as_columns(rows: Sequence[Sequence[object]]) -> list[list[object]]:
@@ -160,19 +148,27 @@ class ClaimSetQueries(SessionQueries):
         return sorted(stale)
 
     def _stale_session_holders(self, expired_before_ms: int) -> list[str]:
-        """The claims naming a session that is no longer alive: one index step per
-        (engine, session) pair the claims name, one read of those sessions, and one
-        indexed read of the claims of each dead pair. Nothing in the workflow-lease mode."""
-        pairs = self.list_session_pairs()
-        if not pairs:
-            return []
-        sessions = self.read_sessions({engine for engine, _ in pairs})
+        """The claims naming a session that is no longer alive: a read of the sessions not
+        closed, every PAIRS_READ_EVERY_MS the pairs the claims name (one index step per
+        pair), and one indexed read of the claims of each dead pair not known drained
+        (claims/store/session_pairs.py). Nothing to read in the workflow-lease mode."""
+        watch: SessionPairWatch = self.__dict__.setdefault("_pair_watch", SessionPairWatch())
         stale: list[str] = []
-        for engine, epoch in pairs:
-            if not _session_alive(sessions.get(engine), epoch, expired_before_ms):
-                stale += WorkflowClaim.objects.filter(
+        for engine, epoch in watch.dead_pairs(
+            expired_before_ms=expired_before_ms,
+            read_unclosed=self.read_unclosed_sessions,
+            read_pairs=self.list_session_pairs,
+            read_sessions=self.read_sessions,
+        ):
+            named = list(
+                WorkflowClaim.objects.filter(
                     holder_engine_id=engine, holder_session_epoch=epoch
                 ).values_list("workflow_id", flat=True)
+            )
+            if named:
+                stale += named
+            else:
+                watch.drained((engine, epoch))
         return stale
 
     def list_session_pairs(self) -> list[tuple[str, int]]:

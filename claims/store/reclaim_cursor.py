@@ -32,11 +32,18 @@ class ReclaimCursorQueries:
         elif scan_is_paced(moved_at, now_ms, paced_ms):
             return ScanPage([], 0, False)
         with transaction.atomic():
-            # Locking the cursor row makes concurrent engines scan successive pages; the
-            # pace is judged again under the lock, so engines that raced past the read
-            # above still read one page between them.
-            cursor = ReclaimCursor.objects.select_for_update().get(name=cursor_name)
-            if scan_is_paced(cursor.updated_at_ms, now_ms, paced_ms):
+            # Locking the cursor row makes concurrent engines scan successive pages. Paced,
+            # an engine that finds the row locked leaves the page to the engine reading it
+            # (SKIP LOCKED): beat ticks every engine at once, and twenty queued on the row
+            # spent 0.8 s of the database's time per interval waiting to be told no. The
+            # pace is judged again under the lock, so engines that raced past the read above
+            # still read one page between them.
+            cursor = (
+                ReclaimCursor.objects.select_for_update(skip_locked=paced_ms > 0)
+                .filter(name=cursor_name)
+                .first()
+            )
+            if cursor is None or scan_is_paced(cursor.updated_at_ms, now_ms, paced_ms):
                 return ScanPage([], 0, False)
             page = Workflow.objects.order_by("workflow_id")
             if cursor.last_workflow_id is not None:

@@ -24,6 +24,14 @@ class SessionQueries:
         )
         return {engine_id: SessionRow(engine_id, *values) for engine_id, *values in rows}
 
+    def read_unclosed_sessions(self) -> dict[str, SessionRow]:
+        """The session rows not closed: the live engines', and those of engines gone
+        without closing theirs (until the engine that takes their claims over does)."""
+        rows = EngineSession.objects.filter(closed_at_ms__isnull=True).values_list(
+            "engine_id", *SESSION_FIELDS
+        )
+        return {engine_id: SessionRow(engine_id, *values) for engine_id, *values in rows}
+
     def cas_open_session(
         self, engine_id: str, *, expected_epoch: int | None, expires_at_ms: int, now_ms: int
     ) -> bool:

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import random
+
 import pytest
 
 from claims.protocol import AUTHORITATIVE_SCAN_LIMIT, Holder
@@ -294,6 +296,57 @@ def test_a_cursor_moved_in_this_engines_future_paces_it_until_its_clock_passes_t
     assert behind.list_candidates() == []
     clock.advance(1)
     assert behind.list_candidates() == ["w-04", "w-05", "w-06", "w-07"]
+
+
+def _stranded(arrange, workflows, count: int) -> list[str]:
+    ids = [f"s-{i:02d}" for i in range(count)]
+    for workflow_id in ids:
+        arrange.put_row(workflow_id, epoch=1, holder=LAPSED)
+    workflows.put_many(ids, indexed=True)
+    return ids
+
+
+def test_a_pass_attempts_a_window_of_many_shared_candidates_from_a_random_place(
+    registry, arrange, workflows, reclaim_target
+):
+    """Ten stranded (by engine b), a limit of four: four in key order from the place the
+    engine's random source draws, wrapping round; the other six are deferred, not dropped."""
+    ids = _stranded(arrange, workflows, 10)
+    windows = {}
+    for name, seed in (("c", 5), ("d", 7)):
+        target = reclaim_target(registry(name), shared_candidate_limit=4, rng=random.Random(seed))
+        start = random.Random(seed).randrange(10)
+        windows[name] = target.list_candidates()
+        assert windows[name] == (ids + ids)[start : start + 4]
+        assert target.last_discovery.stale_holders == 10
+        assert target.last_discovery.deferred == 6
+    assert set(windows["c"]).isdisjoint(windows["d"])  # 9, 0, 1, 2 and 5, 6, 7, 8
+
+
+def test_what_fits_the_window_comes_whole_and_in_source_order(
+    registry, arrange, workflows, reclaim_target
+):
+    ids = _stranded(arrange, workflows, 4)
+    target = reclaim_target(registry("a"), shared_candidate_limit=4, rng=random.Random(5))
+
+    assert target.list_candidates() == ids
+    assert target.last_discovery.deferred == 0
+
+
+def test_candidates_only_this_engine_can_settle_are_never_deferred(
+    registry, arrange, workflows, reclaim_target, clock
+):
+    """A row naming this engine that it does not hold joins whatever window was drawn."""
+    _stranded(arrange, workflows, 10)
+    workflows.put("mine")
+    arrange.put_row("mine", epoch=7, holder=Holder("a", 7, EXPIRY, T0))
+    target = reclaim_target(registry("a"), shared_candidate_limit=2, rng=random.Random(5))
+
+    candidates = target.list_candidates()
+
+    assert len(candidates) == 3
+    assert candidates[-1] == "mine"
+    assert target.last_discovery.mine_unheld == 1
 
 
 # -- disposal -----------------------------------------------------------------------------

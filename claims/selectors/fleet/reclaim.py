@@ -112,7 +112,8 @@ def reclaim_progress(*, now_ms: int, timing: ClaimTiming) -> ReclaimProgress:
             )
         )
     totals = {key: sum(p.candidates[key] for p in passes) for key, _, _ in SOURCES}
-    # Every live engine advances the shared cursor by up to one page per renew interval.
+    # The fleet reads a page per tick (the scan is paced for the fleet, docs/design.md §4):
+    # the engines' last passes, all on the latest tick, together read what an interval reads.
     per_interval = sum(min(p.scanned, AUTHORITATIVE_SCAN_LIMIT) for p in passes)
     remaining = max(0, counts["total"] - counts["position"])
     eta = None
