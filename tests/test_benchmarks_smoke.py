@@ -201,7 +201,7 @@ SMOKE_PARTS = [
         part,
         marks=pytest.mark.skipif(
             part in POSTGRESQL_PARTS and not _ON_POSTGRESQL,
-            reason=f"{part} measures WAL bytes per renew interval: PostgreSQL only",
+            reason=f"{part} reads what PostgreSQL alone keeps (WAL bytes, statement times)",
         ),
     )
     for part in PARTS
@@ -317,6 +317,23 @@ def _fleet(payload: dict[str, Any]) -> None:
     assert engine["renew"]["wal_bytes"] < workflow["renew"]["wal_bytes"]
 
 
+def _discovery(payload: dict[str, Any]) -> None:
+    """Each fleet kept every claim, every engine ran its passes, and the database's own time
+    (pg_stat_statements on the part's private server) was given to the passes that sent it."""
+    discovery = payload["discovery"]
+    assert discovery["failures"] == []
+    assert set(discovery["by_engines"]) == {"2", "3"}
+    for engines, runs in discovery["by_engines"].items():
+        assert set(runs) == {"now", "before"}
+        for run in runs.values():
+            assert run["held"] == 1_000
+            assert run["reclaimed"] == 0
+            assert run["reclaim_passes"] >= int(engines)
+            assert run["database_ms"]["reclaim"] > 0
+            assert "wake" in run["database_ms"]  # its one read may round to 0.0 ms here
+            assert run["database_ms"].get("unattributed", 0.0) <= run["passes_ms"]
+
+
 def _pages_1m(payload: dict[str, Any]) -> None:
     """The million-claim code path: parked workflows loaded in SQL, held live, each mode."""
     for key, mode in (("pages_1m", "workflow-lease"), ("pages_1m_sessions", "engine-lease")):
@@ -350,6 +367,7 @@ CHECKS: dict[str, Callable[[dict[str, Any]], None]] = {
     "pages": _pages,
     "sessions": _sessions,
     "fleet": _fleet,
+    "discovery": _discovery,
     "pages-1m": _pages_1m,
     "bulk": _bulk,
     "bulk-1m": _bulk_1m,
