@@ -374,7 +374,7 @@ def _discovery(plt: Any, runs: list[dict[str, Any]]) -> Any:
         f"per {data['interval_ms'] / 1000:g} s interval"
     )
     ax.grid(alpha=0.3, axis="y")
-    ax.legend(fontsize=8, loc="upper left")
+    ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.08), ncol=1)
     return fig
 
 
