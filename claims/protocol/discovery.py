@@ -26,8 +26,11 @@ FULL_AUDIT_EVERY = 10
 # place. When thousands are stranded at once, the live engines then take mostly different
 # parts, and the set-based takeover skips rows another engine is writing (FOR UPDATE SKIP
 # LOCKED): the failure is split between the engines, not repeated by each, and no pass
-# outgrows its interval. The rest wait for the next pass (docs/design.md §4).
-SHARED_CANDIDATE_LIMIT = 5_000
+# outgrows its interval. The rest wait for the next pass (docs/design.md §4). 20,000: one
+# engine takes over 10,000 in one pass of under a second (BENCHMARKS.md, "Failover"), so a
+# lone live engine is not slowed, and twenty engines' windows over 100,000 stranded cover
+# nearly all of them in their first passes.
+SHARED_CANDIDATE_LIMIT = 20_000
 
 
 def scan_is_paced(moved_at_ms: int, now_ms: int, paced_ms: int) -> bool:
