@@ -22,7 +22,7 @@ CURSOR_NAME = "default"
 # lies further back than the margin is found then.
 FULL_AUDIT_EVERY = 10
 # At most this many of the candidates every engine sees alike (stale holders, ownerless
-# marks, the scan's page) are attempted in one pass: a window of them starting at a random
+# marks) are attempted in one pass: a window of them starting at a random
 # place. When thousands are stranded at once, the live engines then take mostly different
 # parts, and the set-based takeover skips rows another engine is writing (FOR UPDATE SKIP
 # LOCKED): the failure is split between the engines, not repeated by each, and no pass
@@ -102,18 +102,20 @@ class CandidateFinder:
         )
         shared = [
             workflow_id
-            for workflow_id in dict.fromkeys([*stale, *unheld, *page.candidates])
+            for workflow_id in dict.fromkeys([*stale, *unheld])
             if workflow_id not in held
         ]
         window = self._window(shared)
         # Grants whose answer was lost, and rows naming me that I do not hold: each is
         # settled by an attempt (a read), and driven if it is mine. Never deferred: no other
-        # engine can settle them.
+        # engine can settle them. Nor is the scan's page: this engine alone read it, and
+        # the cursor has moved on.
         unknown = [wf for wf in registry.doubted_workflow_ids() if wf not in held]
         unknown += [wf for wf in self._audit(now) if wf not in held]
         candidates = dict.fromkeys(window)
-        for workflow_id in unknown:
-            candidates.setdefault(workflow_id)
+        for workflow_id in [*page.candidates, *unknown]:
+            if workflow_id not in held:
+                candidates.setdefault(workflow_id)
         pending = pending_redrives()
         for workflow_id in pending:
             candidates.setdefault(workflow_id)

@@ -150,7 +150,7 @@ class ClaimSetQueries(SessionQueries):
     def _stale_session_holders(self, expired_before_ms: int) -> list[str]:
         """The claims naming a session that is no longer alive: a read of the sessions not
         closed, every PAIRS_READ_EVERY_MS the pairs the claims name (one index step per
-        pair), and one indexed read of the claims of each dead pair not known drained
+        pair), and one indexed read of the claims of each dead pair not found empty before
         (claims/store/session_pairs.py). Nothing to read in the workflow-lease mode."""
         watch: SessionPairWatch = self.__dict__.setdefault("_pair_watch", SessionPairWatch())
         stale: list[str] = []
@@ -165,10 +165,8 @@ class ClaimSetQueries(SessionQueries):
                     holder_engine_id=engine, holder_session_epoch=epoch
                 ).values_list("workflow_id", flat=True)
             )
-            if named:
-                stale += named
-            else:
-                watch.drained((engine, epoch))
+            watch.judged((engine, epoch), named=bool(named))
+            stale += named
         return stale
 
     def list_session_pairs(self) -> list[tuple[str, int]]:

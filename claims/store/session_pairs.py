@@ -6,14 +6,20 @@ The pairs the claims name are read in full (one index step per pair) on the firs
 and then every PAIRS_READ_EVERY_MS. In between, a pass reads the sessions not closed, one
 short read: a claim names its engine's session open at the grant, so every pair a claim
 can name since the full read was open then, and is either still open, or was seen open
-by an earlier pass and has since closed, moved on an epoch or expired. Those, and the
-pairs of the last full read, are judged by the stale-holder rule; a dead one costs a read
-of its claims, and once none is left it is never read again (a dead session never comes
-back: epochs only move on, and a closed session is never reopened under its epoch).
+by an earlier pass and has since closed, moved on an epoch or expired. Those, the pairs of
+the last full read, and every pair found dead with claims (until none is left) are judged
+by the stale-holder rule; a dead one costs a read of its claims.
+
+A dead pair found with no claims is not read again while its session row stays as it was
+then. It can come back: a late renewal of an expired session nobody closed still applies
+(§12), and a grant that read the session in its grace may commit after the pass found no
+claims. A renewal changes the row, which ends the pair's rest at once; every full read
+ends every rest.
 
 What a pass between two full reads cannot see: a session that opened, granted claims and
-died entirely between two of this engine's passes (one interval). Its claims are found by
-the next full read, within PAIRS_READ_EVERY_MS.
+died entirely between two of this engine's passes (one interval), and a grant committed
+naming a session after a pass found it dead and empty. Both are found by the next full
+read, within PAIRS_READ_EVERY_MS.
 """
 
 from __future__ import annotations
@@ -45,10 +51,13 @@ class SessionPairWatch:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
+        self._rows: dict[str, SessionRow] = {}  # the session rows the last judgement read
         self._named: set[Pair] = set()  # from the last full read
         self._read_at_ms: int | None = None
         self._seen_open: dict[str, int] = {}  # engine -> epoch, as the last pass read them
-        self._drained: set[Pair] = set()  # dead, and no claim names them
+        # Dead, and no claim named them when read: by the session row's expiry then (None:
+        # no row or closed), so a renewal of a revived session ends the rest.
+        self._drained: dict[Pair, int | None] = {}
 
     def dead_pairs(
         self,
@@ -70,18 +79,32 @@ class SessionPairWatch:
             if due:
                 self._named = set(read_pairs())
                 self._read_at_ms = expired_before_ms
+                self._drained.clear()
             watch.update(self._named)
-            watch -= self._drained
             missing = {engine for engine, _ in watch if engine not in unclosed}
             rows = {**read_sessions(missing), **unclosed} if missing else unclosed
-            return sorted(
-                pair
-                for pair in watch
-                if not session_alive(rows.get(pair[0]), pair[1], expired_before_ms)
-            )
+            self._rows = rows
+            dead = []
+            for pair in sorted(watch):
+                row = rows.get(pair[0])
+                if session_alive(row, pair[1], expired_before_ms):
+                    continue
+                if pair in self._drained and self._drained[pair] == _expiry(row):
+                    continue
+                self._drained.pop(pair, None)
+                dead.append(pair)
+            return dead
 
-    def drained(self, pair: Pair) -> None:
-        """No claim names this dead pair any more: it is not read again."""
+    def judged(self, pair: Pair, *, named: bool) -> None:
+        """What the read of a dead pair's claims found: while some claim names it, it stays
+        watched whatever the sessions say; once none does, it rests."""
         with self._lock:
-            self._drained.add(pair)
-            self._named.discard(pair)
+            if named:
+                self._named.add(pair)
+            else:
+                self._drained[pair] = _expiry(self._rows.get(pair[0]))
+                self._named.discard(pair)
+
+
+def _expiry(row: SessionRow | None) -> int | None:
+    return None if row is None or row.closed_at_ms is not None else row.expires_at_ms

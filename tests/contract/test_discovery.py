@@ -333,6 +333,19 @@ def test_what_fits_the_window_comes_whole_and_in_source_order(
     assert target.last_discovery.deferred == 0
 
 
+def test_the_scan_page_is_never_deferred(registry, arrange, workflows, reclaim_target):
+    """Only this engine read the page, and the cursor has moved on: all of it is attempted."""
+    _stranded(arrange, workflows, 10)
+    workflows.put_many(["u-1", "u-2", "u-3"], indexed=False)
+    target = reclaim_target(registry("a"), shared_candidate_limit=2, rng=random.Random(5))
+
+    candidates = target.list_candidates()
+
+    assert len(candidates) == 5
+    assert candidates[2:] == ["u-1", "u-2", "u-3"]
+    assert target.last_discovery.deferred == 8
+
+
 def test_candidates_only_this_engine_can_settle_are_never_deferred(
     registry, arrange, workflows, reclaim_target, clock
 ):

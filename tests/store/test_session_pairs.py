@@ -74,16 +74,46 @@ def test_a_dead_pair_of_the_full_read_is_judged_by_its_session_row():
     assert db.dead(SessionPairWatch()) == [("a", 2), ("a", 3)]
 
 
-def test_a_drained_pair_is_never_judged_again():
+def test_a_dead_pair_found_empty_rests_until_its_row_changes_or_the_next_full_read():
     db = Database([session("a", 1, expires=NOW - 1)], [("a", 1)])
     watch = SessionPairWatch()
     assert db.dead(watch) == [("a", 1)]
 
-    watch.drained(("a", 1))
+    watch.judged(("a", 1), named=False)
 
     assert db.dead(watch) == []
-    assert db.dead(watch, NOW + PAIRS_READ_EVERY_MS) == []  # the full read names it again
+    assert db.dead(watch, NOW + PAIRS_READ_EVERY_MS) == [("a", 1)]  # the full read ends it
     assert db.pair_reads == 2
+
+
+def test_a_late_renewal_of_a_resting_session_ends_its_rest():
+    """An expired session nobody closed may still be renewed (docs/design.md §12): its
+    engine grants again under it, and when it dies again its claims are found."""
+    db = Database([session("a", 5, expires=NOW - 1)], [])
+    watch = SessionPairWatch()
+    assert db.dead(watch) == [("a", 5)]
+    watch.judged(("a", 5), named=False)
+    assert db.dead(watch, NOW + 1) == []
+
+    db.sessions["a"] = session("a", 5, expires=NOW + 10)  # renewed, late
+    assert db.dead(watch, NOW + 2) == []
+    assert db.dead(watch, NOW + 11) == [("a", 5)]  # expired again: read again
+
+
+def test_a_dead_pair_with_claims_stays_watched_until_none_is_left():
+    """Seen open, then closed: judged on the next pass, and on every pass after while the
+    read finds claims (a window that did not reach them all, a type not registered here)."""
+    db = Database([session("a", 1)], [])
+    watch = SessionPairWatch()
+    assert db.dead(watch) == []
+    db.sessions["a"] = session("a", 1, closed=True)
+
+    for _ in range(3):
+        assert db.dead(watch) == [("a", 1)]
+        watch.judged(("a", 1), named=True)
+    watch.judged(("a", 1), named=False)
+    assert db.dead(watch) == []
+    assert db.pair_reads == 1
 
 
 def test_a_session_born_and_dead_between_two_passes_waits_for_the_full_read():
