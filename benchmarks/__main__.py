@@ -22,7 +22,11 @@ Parts (``--only``, comma-separated; all by default):
   discovery 1,000,000 running workflows held by 5, 20 and 50 engine-lease engines running
             their real passes together for 10 intervals: the fleet's reclaim and wake
             time per interval, now and before the ownerless marks (PostgreSQL; with
-            --large, or by name; about 15 minutes)
+            --large, or by name; about 10 minutes)
+  failover-mass  100,000 of 1,000,000 claims stranded at once (5 engines' sessions
+            expire), taken over by 20 live engine-lease engines running their real passes:
+            the time against the bound, the spread of takeovers, the longest pass
+            (PostgreSQL; with --large, or by name; about 3 minutes)
   pages-1m  the pages part over 1,000,000 claims (900,000 more parked, held live), in both
             ownership modes (with --large, or by name)
   bulk      a bulk job releasing 100,000 claims by query against a batched compare-and-swap

@@ -234,7 +234,13 @@ def run_engines(plan: Plan, ready: Any, start: Any, results: Any) -> None:
     import django
 
     django.setup()
+    from django.conf import settings
+
     from claims.protocol import ClaimTiming, OffsetClock
+    from claims.workflow_types import load_workflow_modules
+
+    # As the worker does at its start: an engine takes over only the types it registers.
+    load_workflow_modules(settings.WEFTBOARD_WORKFLOW_MODULES)
 
     if plan.legacy:
         _use_legacy_reads()
@@ -274,11 +280,13 @@ def run_engines(plan: Plan, ready: Any, start: Any, results: Any) -> None:
             "held": {
                 engine.engine_id: len(engine.registry.held_workflow_ids()) for engine in fleet
             },
-            "reclaimed": sum(
-                engine.metrics.snapshot()["attempts"].get(outcome, 0)
+            "reclaimed_by": {
+                engine.engine_id: sum(
+                    engine.metrics.snapshot()["attempts"].get(outcome, 0)
+                    for outcome in ("takeover", "acquired")
+                )
                 for engine in fleet
-                for outcome in ("takeover", "acquired")
-            ),
+            },
         }
     )
     results.close()

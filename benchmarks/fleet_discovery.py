@@ -22,8 +22,6 @@ seed.
 
 from __future__ import annotations
 
-import multiprocessing
-import queue
 import statistics
 import time
 from difflib import SequenceMatcher
@@ -43,7 +41,7 @@ from claims.models import (
 from claims.protocol import ClaimTiming
 
 from . import discovery_child
-from .bulk_child import database_url
+from .engine_fleet import run_together
 from .private_postgres import private_server
 from .report import Section, Target, fmt
 from .seed import Layout, clear, seed
@@ -53,7 +51,6 @@ ENGINE_COUNTS = (5, 20, 50)
 INTERVAL_MS = ClaimTiming().renew_interval_ms
 WARMUP_TICKS = 2
 MEASURED_TICKS = 10
-READY_TIMEOUT_S = 600.0
 FLEET_TARGET_MS = 250.0  # reclaim and wake of the whole fleet, per interval, at 50 engines
 GROWTH_TARGET = 1.5  # from the fewest engines to the most
 VARIANTS = ("now", "before")
@@ -93,62 +90,24 @@ def _statement_times() -> list[tuple[str, int, float]]:
         return [(query, int(calls), float(ms)) for query, calls, ms in cursor.fetchall()]
 
 
-def _get(answers: Any, processes: list[Any], timeout_s: float) -> Any:
-    """The next answer of the engines' processes; an error as soon as one of them died
-    without answering, rather than at the timeout."""
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        try:
-            return answers.get(timeout=1)
-        except queue.Empty:
-            dead = [p.name for p in processes if p.exitcode not in (None, 0)]
-            if dead:
-                raise RuntimeError(f"engine processes {dead} died") from None
-    raise RuntimeError("the benchmark's engines did not answer in time")
-
-
 def _run_fleet(engines: int, *, legacy: bool) -> dict[str, Any]:
-    context = multiprocessing.get_context("spawn")
-    ready, results = context.Queue(), context.Queue()
-    ids = [f"bench-live-{i}" for i in range(engines)]
-    per = discovery_child.ENGINES_PER_PROCESS
-    groups = [ids[start : start + per] for start in range(0, len(ids), per)]
-    starts = [context.Queue() for _ in groups]
-    url = database_url(connection.settings_dict)
-    processes = [
-        context.Process(
-            target=discovery_child.run_engines,
-            args=(
-                discovery_child.Plan(url, group, INTERVAL_MS, WARMUP_TICKS, MEASURED_TICKS, legacy),
-                ready,
-                start,
-                results,
-            ),
-            name=f"bench-engines-{n}",
-        )
-        for n, (group, start) in enumerate(zip(groups, starts, strict=True))
-    ]
-    for process in processes:
-        process.start()
-    try:
-        started = sum(_get(ready, processes, READY_TIMEOUT_S) for _ in processes)
-        if started != engines:
-            raise RuntimeError(f"{started} of {engines} engines started")
-        interval_s = INTERVAL_MS / 1000
-        t0 = time.time() + 0.5
-        for start in starts:
-            start.put(t0)
+    interval_s = INTERVAL_MS / 1000
+
+    def window(t0: float) -> list[tuple[str, int, float]]:
         # The window the engines time their statements in, read from the database too.
         time.sleep(max(0.0, t0 + WARMUP_TICKS * interval_s - 0.05 - time.time()))
         _reset_statements()
         time.sleep(max(0.0, t0 + (WARMUP_TICKS + MEASURED_TICKS) * interval_s - time.time()))
-        statements = _statement_times()
-        gathered = [_get(results, processes, 120) for _ in processes]
-    finally:
-        for process in processes:
-            process.join(60)
-            if process.is_alive():
-                process.kill()
+        return _statement_times()
+
+    gathered, statements = run_together(
+        [f"bench-live-{i}" for i in range(engines)],
+        interval_ms=INTERVAL_MS,
+        warmup_ticks=WARMUP_TICKS,
+        measured_ticks=MEASURED_TICKS,
+        legacy=legacy,
+        watch=window,
+    )
     return _summary(gathered, engines, statements)
 
 
@@ -228,7 +187,7 @@ def _summary(
         "median_reclaim_ms": round(statistics.median(reclaim_passes or [0.0]), 1),
         "busiest_wake_ms": round(max(wake_passes, default=0.0), 1),
         "held": sum(held.values()),
-        "reclaimed": sum(part["reclaimed"] for part in gathered),
+        "reclaimed": sum(sum(part["reclaimed_by"].values()) for part in gathered),
     }
 
 

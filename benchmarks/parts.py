@@ -17,15 +17,16 @@ PARTS = (
     "bulk",
     "fleet",
     "discovery",
+    "failover-mass",
     "pages-1m",
     "bulk-1m",
 )
-# "fleet", "discovery", "pages-1m" and "bulk-1m" seed 1,000,000 workflows (minutes each): run with
-# --large, or ask for them by name.
-LARGE_PARTS = ("fleet", "discovery", "pages-1m", "bulk-1m")
+# "fleet", "discovery", "failover-mass", "pages-1m" and "bulk-1m" seed 1,000,000 workflows
+# (minutes each): run with --large, or ask for them by name.
+LARGE_PARTS = ("fleet", "discovery", "failover-mass", "pages-1m", "bulk-1m")
 DEFAULT_PARTS = tuple(part for part in PARTS if part not in LARGE_PARTS)
 # PostgreSQL alone: what they measure (WAL) SQLite does not have.
-POSTGRESQL_PARTS = ("fleet", "discovery")
+POSTGRESQL_PARTS = ("fleet", "discovery", "failover-mass")
 RENEW_SIZES = (10_000,)
 LARGE_RENEW_SIZES = (10_000, 100_000)
 # The pages at a million claims: the pages part's 100,000 and this many parked.
@@ -44,6 +45,7 @@ def run_parts(
         failover,
         fleet_discovery,
         fleet_scale,
+        mass_failover,
         micro,
         pages,
         reclaim,
@@ -85,6 +87,8 @@ def run_parts(
         payload["fleet"] = show(fleet_scale.run(binding=binding))
     if "discovery" in parts:
         payload["discovery"] = show(fleet_discovery.run(binding=binding))
+    if "failover-mass" in parts:
+        payload["failover_mass"] = show(mass_failover.run(binding=binding))
     if "pages-1m" in parts:
         for sessions in (False, True):
             key = "pages_1m_sessions" if sessions else "pages_1m"

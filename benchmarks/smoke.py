@@ -64,6 +64,12 @@ SIZES: dict[str, dict[str, Any]] = {
         "WARMUP_TICKS": 1,
         "MEASURED_TICKS": 2,
     },
+    "benchmarks.mass_failover": {
+        "TOTAL": 1_000,
+        "LIVE": 3,
+        "DEAD": 2,
+        "TIMING": ClaimTiming(renew_interval_ms=500),
+    },
     "benchmarks.pages_fleet": {
         "CLAIMS": 600,
         "ENGINES": 8,

@@ -334,6 +334,15 @@ def _discovery(payload: dict[str, Any]) -> None:
             assert run["database_ms"].get("unattributed", 0.0) <= run["passes_ms"]
 
 
+def _failover_mass(payload: dict[str, Any]) -> None:
+    """Every claim of the dead engines was taken over, by the live engines between them."""
+    mass = payload["failover_mass"]
+    assert mass["stranded"] == 100  # one in ten of 1,000
+    assert mass["all_held_ms_after_expiry"] is not None
+    assert mass["takeovers"] == 100
+    assert mass["curve"][0][1] == 100 and mass["curve"][-1][1] == 0
+
+
 def _pages_1m(payload: dict[str, Any]) -> None:
     """The million-claim code path: parked workflows loaded in SQL, held live, each mode."""
     for key, mode in (("pages_1m", "workflow-lease"), ("pages_1m_sessions", "engine-lease")):
@@ -368,6 +377,7 @@ CHECKS: dict[str, Callable[[dict[str, Any]], None]] = {
     "sessions": _sessions,
     "fleet": _fleet,
     "discovery": _discovery,
+    "failover-mass": _failover_mass,
     "pages-1m": _pages_1m,
     "bulk": _bulk,
     "bulk-1m": _bulk_1m,

@@ -1,0 +1,81 @@
+"""Engines of a benchmark's fleet in processes of their own (``discovery_child``), started
+on the seeded claims and ticked together from one instant the parent chooses."""
+
+from __future__ import annotations
+
+import multiprocessing
+import queue
+import time
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from django.db import connection
+
+from . import discovery_child
+from .bulk_child import database_url
+
+T = TypeVar("T")
+READY_TIMEOUT_S = 600.0
+
+
+def _get(answers: Any, processes: list[Any], timeout_s: float) -> Any:
+    """The next answer of the engines' processes; an error as soon as one of them died
+    without answering, rather than at the timeout."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        try:
+            return answers.get(timeout=1)
+        except queue.Empty:
+            dead = [p.name for p in processes if p.exitcode not in (None, 0)]
+            if dead:
+                raise RuntimeError(f"engine processes {dead} died") from None
+    raise RuntimeError("the benchmark's engines did not answer in time")
+
+
+def run_together(
+    engine_ids: list[str],
+    *,
+    interval_ms: int,
+    warmup_ticks: int,
+    measured_ticks: int,
+    legacy: bool,
+    watch: Callable[[float], T],
+) -> tuple[list[dict[str, Any]], T]:
+    """Run the engines for warmup_ticks + measured_ticks ticks from t0 (a wall-clock time),
+    calling ``watch(t0)`` meanwhile; return each process's answer and what watch returned."""
+    context = multiprocessing.get_context("spawn")
+    ready, results = context.Queue(), context.Queue()
+    per = discovery_child.ENGINES_PER_PROCESS
+    groups = [engine_ids[start : start + per] for start in range(0, len(engine_ids), per)]
+    starts = [context.Queue() for _ in groups]
+    url = database_url(connection.settings_dict)
+    processes = [
+        context.Process(
+            target=discovery_child.run_engines,
+            args=(
+                discovery_child.Plan(url, group, interval_ms, warmup_ticks, measured_ticks, legacy),
+                ready,
+                start,
+                results,
+            ),
+            name=f"bench-engines-{n}",
+        )
+        for n, (group, start) in enumerate(zip(groups, starts, strict=True))
+    ]
+    for process in processes:
+        process.start()
+    try:
+        started = sum(_get(ready, processes, READY_TIMEOUT_S) for _ in processes)
+        if started != len(engine_ids):
+            raise RuntimeError(f"{started} of {len(engine_ids)} engines started")
+        t0 = time.time() + 0.5
+        for start in starts:
+            start.put(t0)
+        watched = watch(t0)
+        gathered = [_get(results, processes, 120) for _ in processes]
+    finally:
+        for process in processes:
+            process.join(60)
+            if process.is_alive():
+                process.kill()
+    return gathered, watched
