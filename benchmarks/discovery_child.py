@@ -177,9 +177,12 @@ def _engine_class(times: StatementTimes) -> Any:
         which notes how long each of its passes took inside the window."""
 
         pass_ms: dict[str, list[float]]
+        reclaims: list[tuple[Any, ...]]  # per pass in the window: time, status, stale, tried, won
 
         def start(self) -> None:
             self.pass_ms = defaultdict(list)
+            self.reclaims = []
+            self.running_since: dict[str, float] = {}
             engines.engine_register(engine_id=self.engine_id, queue=self.queue, now_ms=self.clock())
             self.registry.liveness.start()
             session = self.registry.session
@@ -205,14 +208,33 @@ def _engine_class(times: StatementTimes) -> Any:
 
         def _timed(self, name: str, run: Any) -> dict[str, Any]:
             started = time.perf_counter()
+            self.running_since[name] = started
             try:
                 return run()
             finally:
+                self.running_since.pop(name, None)
                 if times.open:
                     self.pass_ms[name].append((time.perf_counter() - started) * 1000)
 
+        def in_flight_ms(self) -> dict[str, float]:
+            """Passes still running when the window closed, and for how long so far."""
+            now = time.perf_counter()
+            return {name: (now - since) * 1000 for name, since in self.running_since.items()}
+
         def run_reclaim(self) -> dict[str, Any]:
-            return self._timed("reclaim", super().run_reclaim)
+            summary = self._timed("reclaim", super().run_reclaim)
+            if times.open:
+                candidates = summary.get("candidates", {})
+                self.reclaims.append(
+                    (
+                        round(time.time(), 2),
+                        summary.get("status"),
+                        candidates.get("stale_holders"),
+                        summary.get("attempted"),
+                        summary.get("reclaimed"),
+                    )
+                )
+            return summary
 
         def run_wake(self) -> dict[str, Any]:
             return self._timed("wake", super().run_wake)
@@ -277,6 +299,8 @@ def run_engines(plan: Plan, ready: Any, start: Any, results: Any) -> None:
             "texts": {text: dict(counts) for text, counts in times.texts.items()},
             "statements": dict(times.count),
             "pass_ms": {engine.engine_id: dict(engine.pass_ms) for engine in fleet},
+            "reclaims": {engine.engine_id: engine.reclaims for engine in fleet},
+            "in_flight_ms": {engine.engine_id: engine.in_flight_ms() for engine in fleet},
             "held": {
                 engine.engine_id: len(engine.registry.held_workflow_ids()) for engine in fleet
             },

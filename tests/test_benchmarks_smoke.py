@@ -340,7 +340,8 @@ def _failover_mass(payload: dict[str, Any]) -> None:
     assert mass["stranded"] == 100  # one in ten of 1,000
     assert mass["all_held_ms_after_expiry"] is not None
     assert mass["takeovers"] == 100
-    assert mass["curve"][0][1] == 100 and mass["curve"][-1][1] == 0
+    assert mass["curve"][0][1] == 100
+    assert mass["curve"][-1][1] == 0
 
 
 def _pages_1m(payload: dict[str, Any]) -> None:
