@@ -5,11 +5,20 @@ from __future__ import annotations
 import os
 from typing import Any
 
+import hypothesis
 import pytest
 from django.conf import settings
 from django.core.cache import caches
 from django.core.cache.backends.redis import RedisCache
 from django.test import Client
+
+# The suite runs on parallel workers beside engines, browsers and web servers on two cores:
+# Hypothesis's timing checks (an example's deadline, data generation "too slow") judge the
+# machine's load, not the code. Speed goals live in benchmarks/, never in tests.
+hypothesis.settings.register_profile(
+    "suite", deadline=None, suppress_health_check=[hypothesis.HealthCheck.too_slow]
+)
+hypothesis.settings.load_profile("suite")
 
 
 def pytest_configure() -> None:

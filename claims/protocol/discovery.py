@@ -25,11 +25,11 @@ FULL_AUDIT_EVERY = 10
 # marks) are attempted in one pass: a window of them starting at a random
 # place. When thousands are stranded at once, the live engines then take mostly different
 # parts, and the set-based takeover skips rows another engine is writing (FOR UPDATE SKIP
-# LOCKED): the failure is split between the engines, not repeated by each, and no pass
-# outgrows its interval. The rest wait for the next pass (docs/design.md §4). 20,000: one
-# engine takes over 10,000 in one pass of under a second (BENCHMARKS.md, "Failover"), so a
-# lone live engine is not slowed, and twenty engines' windows over 100,000 stranded cover
-# nearly all of them in their first passes.
+# LOCKED): the failure is split between the engines, not repeated by each. The rest wait
+# for the next pass (docs/design.md §4). 20,000: one engine takes over 10,000 in one pass
+# of under two seconds (BENCHMARKS.md, "Failover"), so a lone live engine is not slowed.
+# Twenty engines each judging a window of 20,000 at once do outgrow an interval on two
+# cores (BENCHMARKS.md, "Misses": chunks under a time budget per pass are the plan).
 SHARED_CANDIDATE_LIMIT = 20_000
 
 
