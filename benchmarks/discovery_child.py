@@ -22,6 +22,8 @@ import re
 import threading
 import time
 from collections import defaultdict
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -64,18 +66,14 @@ class StatementTimes:
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _local: threading.local = field(default_factory=threading.local)
 
-    def heartbeat(self) -> Any:
+    @contextmanager
+    def heartbeat(self) -> Iterator[None]:
         """Statements of the heartbeat that follows a pass count apart from the pass."""
-        times = self
-
-        class Heartbeat:
-            def __enter__(self) -> None:
-                times._local.heartbeat = True
-
-            def __exit__(self, *exc: object) -> None:
-                times._local.heartbeat = False
-
-        return Heartbeat()
+        self._local.heartbeat = True
+        try:
+            yield
+        finally:
+            self._local.heartbeat = False
 
     def category(self) -> str:
         name = threading.current_thread().name

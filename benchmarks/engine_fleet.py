@@ -11,11 +11,31 @@ from typing import Any, TypeVar
 
 from django.db import connection
 
+from claims.protocol import ClaimTiming
+
 from . import discovery_child
 from .bulk_child import database_url
+from .seed import Layout, clear, seed
 
 T = TypeVar("T")
 READY_TIMEOUT_S = 600.0
+
+
+def seed_held_sessions(total: int, engines: int, timing: ClaimTiming) -> None:
+    """An empty fleet, then ``total`` running workflows held by ``engines`` engines
+    (``bench-live-*``) under session 1 of each, which the engines open when they start."""
+    clear()
+    seed(
+        Layout(
+            total=total,
+            now_ms=int(time.time() * 1000),
+            ttl_ms=timing.ttl_ms,
+            renew_interval_ms=timing.renew_interval_ms,
+            held=total,
+            live_engines=engines,
+            sessions=True,
+        )
+    )
 
 
 def _get(answers: Any, processes: list[Any], timeout_s: float) -> Any:

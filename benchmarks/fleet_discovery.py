@@ -41,10 +41,9 @@ from claims.models import (
 from claims.protocol import ClaimTiming
 
 from . import discovery_child
-from .engine_fleet import run_together
+from .engine_fleet import run_together, seed_held_sessions
 from .private_postgres import private_server
 from .report import Section, Target, fmt
-from .seed import Layout, clear, seed
 
 TOTAL = 1_000_000
 ENGINE_COUNTS = (5, 20, 50)
@@ -192,20 +191,8 @@ def _summary(
 
 
 def _measure(engines: int) -> dict[str, dict[str, Any]]:
-    timing = ClaimTiming(renew_interval_ms=INTERVAL_MS)
-    clear()
     _forget_engines()
-    seed(
-        Layout(
-            total=TOTAL,
-            now_ms=int(time.time() * 1000),
-            ttl_ms=timing.ttl_ms,
-            renew_interval_ms=timing.renew_interval_ms,
-            held=TOTAL,
-            live_engines=engines,
-            sessions=True,
-        )
-    )
+    seed_held_sessions(TOTAL, engines, ClaimTiming(renew_interval_ms=INTERVAL_MS))
     measured = {}
     for variant in VARIANTS:
         measured[variant] = _run_fleet(engines, legacy=variant == "before")

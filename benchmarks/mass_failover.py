@@ -24,10 +24,9 @@ from django.db import connection
 from claims.models import Engine, EngineSession, WorkflowClaim
 from claims.protocol import ClaimTiming
 
-from .engine_fleet import run_together
+from .engine_fleet import run_together, seed_held_sessions
 from .private_postgres import private_server
 from .report import Section, Target, fmt
-from .seed import Layout, clear, seed
 
 TOTAL = 1_000_000
 LIVE = 20
@@ -73,18 +72,7 @@ def _still_stranded() -> int:
 
 def _measure() -> dict[str, Any]:
     interval_s = TIMING.renew_interval_ms / 1000
-    clear()
-    seed(
-        Layout(
-            total=TOTAL,
-            now_ms=int(time.time() * 1000),
-            ttl_ms=TIMING.ttl_ms,
-            renew_interval_ms=TIMING.renew_interval_ms,
-            held=TOTAL,
-            live_engines=LIVE,
-            sessions=True,
-        )
-    )
+    seed_held_sessions(TOTAL, LIVE, TIMING)
     stranded = _strand(int(time.time() * 1000))
 
     expired_at: dict[str, float] = {}
