@@ -306,7 +306,8 @@ class LocalEngine:
                 "authoritative_scan": discovery.authoritative_scan,
                 "pending_redrives": discovery.pending_redrives,
             },
-            "deferred": discovery.deferred,
+            # Beyond the window, and of the window once the pass's budget was spent.
+            "deferred": discovery.deferred + result.deferred_count,
             "scanned": discovery.scanned,
             "wrapped": discovery.wrapped,
         }

@@ -11,6 +11,9 @@ TTL_SAFETY_MULTIPLIER: Final = 3
 GRACE_MULTIPLIER: Final = 2
 TAKEOVER_MAX_ATTEMPTS: Final = 5
 AUTHORITATIVE_SCAN_LIMIT: Final = 500
+# A reclaim pass takes its candidates over this many at a time (one set-based takeover per
+# chunk), checking its time budget between chunks.
+RECLAIM_CHUNK: Final = 1_000
 # Timestamps must stay exact in a JavaScript number (weft shares the rows).
 MAX_SAFE_INTEGER: Final = 2**53 - 1
 # What a BIGINT column holds on both databases. A keyset cursor carries the value of the

@@ -50,6 +50,10 @@ class Discovery:
     pending_redrives: int = 0
     mine_unheld: int = 0  # rows naming this engine that it did not hold, or grants in doubt
     deferred: int = 0  # shared candidates beyond this pass's window, left for later passes
+    # The first this many candidates are attempted whatever the pass's budget: the ones no
+    # other engine can settle (grants in doubt, rows naming this engine, its re-drives) and
+    # the scan's page (the cursor has moved on). The shared window follows them.
+    must_attempt: int = 0
     scanned: int = 0
     wrapped: bool = False
     candidates: list[str] = field(default_factory=list)
@@ -112,12 +116,12 @@ class CandidateFinder:
         # the cursor has moved on.
         unknown = [wf for wf in registry.doubted_workflow_ids() if wf not in held]
         unknown += [wf for wf in self._audit(now) if wf not in held]
-        candidates = dict.fromkeys(window)
-        for workflow_id in [*page.candidates, *unknown]:
-            if workflow_id not in held:
-                candidates.setdefault(workflow_id)
         pending = pending_redrives()
+        candidates = dict.fromkeys(wf for wf in [*unknown, *page.candidates] if wf not in held)
         for workflow_id in pending:
+            candidates.setdefault(workflow_id)
+        must_attempt = len(candidates)
+        for workflow_id in window:
             candidates.setdefault(workflow_id)
         return Discovery(
             stale_holders=len(stale),
@@ -126,6 +130,7 @@ class CandidateFinder:
             pending_redrives=len(pending),
             mine_unheld=len(unknown),
             deferred=len(shared) - len(window),
+            must_attempt=must_attempt,
             scanned=page.scanned,
             wrapped=page.wrapped,
             candidates=list(candidates),

@@ -82,6 +82,10 @@ class HeldClaims:
         with self._lock:
             return self._held.get(workflow_id)
 
+    def monotonic_ms(self) -> int:
+        """This process's clock for durations (a pass's budget), which no calibration moves."""
+        return self._monotonic()
+
     def doubted_workflow_ids(self) -> list[str]:
         """Ids with a claim statement whose outcome is not known yet (it raised). A doubt
         older than a few TTLs is dropped: whatever it wrote has lapsed by then."""

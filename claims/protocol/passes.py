@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Literal, Protocol
@@ -29,6 +29,7 @@ class ReclaimPassResult:
     status: Literal["completed", "discovery-failed"]
     outcomes: list[tuple[str, str]] = field(default_factory=list)
     reclaimed_count: int = 0
+    deferred_count: int = 0  # candidates left for the next pass when the budget ran out
 
 
 def run_renew_pass(registry: ClaimRegistry, metrics: ClaimMetrics | None = None) -> RenewPassResult:
@@ -39,8 +40,10 @@ def run_renew_pass(registry: ClaimRegistry, metrics: ClaimMetrics | None = None)
 
 
 def run_reclaim_pass(target: ReclaimTarget, *, executor: Mapper | None = None) -> ReclaimPassResult:
-    """Discover candidates, then attempt each (RECLAIM_POOL_SIZE threads); one failure never
-    stops the rest.
+    """Discover candidates, then attempt them a chunk at a time (RECLAIM_POOL_SIZE threads
+    for those the set-based batch leaves); one failure never stops the rest. Once the
+    target's budget is spent no new chunk of the shared window starts: the rest is
+    deferred to the next pass.
 
     Pass a long-lived ``executor`` when its threads hold resources worth keeping,
     such as database connections.
@@ -55,6 +58,32 @@ def run_reclaim_pass(target: ReclaimTarget, *, executor: Mapper | None = None) -
     except Exception:
         logger.exception("reclaim candidate discovery failed")
         return ReclaimPassResult("discovery-failed")
+    must_attempt = target.last_discovery.must_attempt
+    started_ms = target.registry.monotonic_ms()
+    outcomes: list[tuple[str, str]] = []
+    deferred = 0
+    for start, chunk in _chunks(candidates, must_attempt, target.chunk_size):
+        spent_ms = target.registry.monotonic_ms() - started_ms
+        if start >= must_attempt and spent_ms >= target.pass_budget_ms:
+            deferred = len(candidates) - start
+            break
+        outcomes += _attempt_chunk(target, chunk, executor)
+    reclaimed = sum(status == "reclaimed" for _, status in outcomes)
+    return ReclaimPassResult("completed", outcomes, reclaimed, deferred)
+
+
+def _chunks(candidates: list[str], must_attempt: int, size: int) -> Iterator[tuple[int, list[str]]]:
+    """(start, chunk) of at most ``size``; the first ``must_attempt`` are chunked apart, so
+    no chunk mixes candidates the budget may defer with those it may not."""
+    for first, end in ((0, must_attempt), (must_attempt, len(candidates))):
+        for start in range(first, end, size):
+            yield start, candidates[start : min(start + size, end)]
+
+
+def _attempt_chunk(
+    target: ReclaimTarget, candidates: list[str], executor: Mapper | None
+) -> list[tuple[str, str]]:
+    """Expired holders are taken over set-based first; what that leaves goes one by one."""
 
     def attempt(workflow_id: str) -> str:
         try:
@@ -67,10 +96,9 @@ def run_reclaim_pass(target: ReclaimTarget, *, executor: Mapper | None = None) -
         try:
             return attempt(workflow_id)
         finally:
-            # These threads end with the pass: give back what the store opened on them.
+            # These threads end with the chunk: give back what the store opened on them.
             target.store.close_thread_resources()
 
-    # Expired holders are taken over set-based first; what that leaves goes one by one.
     try:
         settled = target.attempt_batch(candidates)
     except Exception:
@@ -90,7 +118,4 @@ def run_reclaim_pass(target: ReclaimTarget, *, executor: Mapper | None = None) -
     by_id: dict[str, str] = dict(zip(rest, statuses, strict=True))
     for workflow_id, status in settled.items():
         by_id[workflow_id] = "error" if isinstance(status, Exception) else status
-    outcomes = [(workflow_id, by_id[workflow_id]) for workflow_id in candidates]
-    statuses = [status for _, status in outcomes]
-    reclaimed = sum(status == "reclaimed" for status in statuses)
-    return ReclaimPassResult("completed", outcomes, reclaimed)
+    return [(workflow_id, by_id[workflow_id]) for workflow_id in candidates]

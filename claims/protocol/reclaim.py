@@ -13,7 +13,7 @@ import logging
 import random
 from collections.abc import Callable
 
-from .constants import AUTHORITATIVE_SCAN_LIMIT, TAKEOVER_MAX_ATTEMPTS
+from .constants import AUTHORITATIVE_SCAN_LIMIT, RECLAIM_CHUNK, TAKEOVER_MAX_ATTEMPTS
 from .decisions import after_takeover
 from .discovery import CURSOR_NAME, SHARED_CANDIDATE_LIMIT, CandidateFinder, Discovery
 from .log_events import log_takeover
@@ -44,7 +44,11 @@ class ReclaimTarget(SetBasedReclaim):
         audit_interval_ms: int | None = None,
         shared_candidate_limit: int = SHARED_CANDIDATE_LIMIT,
         rng: random.Random | None = None,
+        chunk_size: int = RECLAIM_CHUNK,
+        pass_budget_ms: int | None = None,
     ) -> None:
+        if chunk_size < 1:
+            raise ValueError("chunk_size must be at least 1")
         self.registry = registry
         self.store = store
         self.metrics = metrics
@@ -52,6 +56,15 @@ class ReclaimTarget(SetBasedReclaim):
         self._is_type_registered = is_type_registered
         self._redrives = PendingRedrives(store, engine_id=registry.engine_id, clock=registry.clock)
         self._disposing = False
+        # A pass attempts its candidates a chunk at a time and starts no new chunk of the
+        # shared window once this much time has gone (half an interval by default): the
+        # first grants land within a chunk's time, not after the whole window is judged,
+        # and a pass never outgrows its interval however many are stranded. What is left
+        # waits for the next pass (docs/design.md §4, "A mass failure is split").
+        self.chunk_size = chunk_size
+        self.pass_budget_ms = (
+            registry.timing.renew_interval_ms // 2 if pass_budget_ms is None else pass_budget_ms
+        )
         self.last_discovery = Discovery()
         self._finder = CandidateFinder(
             registry,

@@ -25,15 +25,18 @@ def live_holder(engine_id: str = "b", epoch: int = 1) -> Holder:
 
 
 def test_candidates_come_in_source_order_once_each(registry, arrange, workflows, reclaim_target):
-    """Stale holders come first, then running-unheld from the index, then the scan, each id once."""
+    """The scan's page comes first (no budget defers it), then the shared window: stale
+    holders, then running-unheld from the index; each id once."""
     arrange.put_row("z-stale", epoch=1, holder=LAPSED)
     workflows.put("z-stale", indexed=True)
     workflows.put("m-indexed", indexed=True)  # also read by the scan: must appear once
     workflows.put("a-scanned", indexed=False)
 
-    candidates = reclaim_target(registry("a")).list_candidates()
+    target = reclaim_target(registry("a"))
+    candidates = target.list_candidates()
 
-    assert candidates == ["z-stale", "m-indexed", "a-scanned"]
+    assert candidates == ["a-scanned", "m-indexed", "z-stale"]
+    assert target.last_discovery.must_attempt == 2
 
 
 def test_candidates_leave_out_ids_this_engine_holds(
@@ -49,10 +52,11 @@ def test_candidates_leave_out_ids_this_engine_holds(
     assert reclaim_target(registry("b")).list_candidates() == ["mine"]
 
 
-def test_pending_redrives_are_appended_after_every_source(
+def test_pending_redrives_come_before_the_shared_window(
     registry, arrange, workflows, reclaim_target
 ):
-    """A pending re-drive is appended after the three sources, though the engine holds it."""
+    """A pending re-drive is a candidate though the engine holds it, after the scan's page
+    and before the shared window: no budget defers it."""
     a = registry("a")
     workflows.put("a-redrive")
 
@@ -66,7 +70,8 @@ def test_pending_redrives_are_appended_after_every_source(
     workflows.put("y-indexed", indexed=True)
     workflows.put("x-scanned", indexed=False)
 
-    assert target.list_candidates() == ["z-stale", "y-indexed", "x-scanned", "a-redrive"]
+    assert target.list_candidates() == ["x-scanned", "y-indexed", "a-redrive", "z-stale"]
+    assert target.last_discovery.must_attempt == 3
 
 
 # -- source 1: stale and invalid holders ------------------------------------------------
@@ -342,7 +347,8 @@ def test_the_scan_page_is_never_deferred(registry, arrange, workflows, reclaim_t
     candidates = target.list_candidates()
 
     assert len(candidates) == 5
-    assert candidates[2:] == ["u-1", "u-2", "u-3"]
+    assert candidates[:3] == ["u-1", "u-2", "u-3"]
+    assert target.last_discovery.must_attempt == 3
     assert target.last_discovery.deferred == 8
 
 
@@ -358,7 +364,8 @@ def test_candidates_only_this_engine_can_settle_are_never_deferred(
     candidates = target.list_candidates()
 
     assert len(candidates) == 3
-    assert candidates[-1] == "mine"
+    assert candidates[0] == "mine"
+    assert target.last_discovery.must_attempt == 1
     assert target.last_discovery.mine_unheld == 1
 
 

@@ -1,0 +1,115 @@
+"""A reclaim pass takes its candidates a chunk at a time under a time budget
+(docs/design.md §4, "A mass failure is split"): the shared window stops where the budget
+runs out and waits for the next pass; what only this engine can settle, and the scan's
+page, are attempted whatever it costs."""
+
+from __future__ import annotations
+
+import pytest
+
+from claims.protocol import Holder
+from claims.protocol.passes import run_reclaim_pass
+
+from .stores import GRACE_MS, START_MS, TTL_MS
+
+T0 = START_MS
+LAPSED = Holder("b", 1, T0 - GRACE_MS - 1, T0 - GRACE_MS - 1 - TTL_MS)
+DRIVE_MS = 4  # what each drive costs on the fake clock
+
+
+def _stranded(arrange, workflows, count: int) -> list[str]:
+    ids = [f"s-{i:02d}" for i in range(count)]
+    for workflow_id in ids:
+        arrange.put_row(workflow_id, epoch=1, holder=LAPSED)
+    workflows.put_many(ids, indexed=True)
+    return ids
+
+
+def _slow_drive(clock, driven: list[str]):
+    def drive(workflow_id: str) -> None:
+        driven.append(workflow_id)
+        clock.advance(DRIVE_MS)
+
+    return drive
+
+
+def test_the_shared_window_stops_at_the_budget_and_the_next_pass_goes_on(
+    registry, arrange, workflows, reclaim_target, clock
+):
+    """Ten stranded, chunks of three, a budget of 10 ms, 4 ms a drive: one chunk per pass
+    (12 ms spent after it), the other seven deferred, not dropped; four passes take all."""
+    stranded = _stranded(arrange, workflows, 10)
+    driven: list[str] = []
+    a = registry("a")
+    target = reclaim_target(
+        a, on_reclaimed=_slow_drive(clock, driven), chunk_size=3, pass_budget_ms=10
+    )
+
+    first = run_reclaim_pass(target)
+
+    assert [status for _, status in first.outcomes] == ["reclaimed"] * 3
+    assert (first.reclaimed_count, first.deferred_count) == (3, 7)
+    assert sorted(a.held_workflow_ids()) == sorted(wf for wf, _ in first.outcomes)
+    deferred_counts = [run_reclaim_pass(target).deferred_count for _ in range(3)]
+    assert deferred_counts == [4, 1, 0]
+    assert sorted(driven) == stranded
+    assert sorted(a.held_workflow_ids()) == stranded
+
+
+def test_within_the_budget_a_pass_takes_every_chunk(
+    registry, arrange, workflows, reclaim_target, clock
+):
+    stranded = _stranded(arrange, workflows, 10)
+    driven: list[str] = []
+    target = reclaim_target(
+        registry("a"), on_reclaimed=_slow_drive(clock, driven), chunk_size=3, pass_budget_ms=41
+    )
+
+    result = run_reclaim_pass(target)
+
+    assert (result.reclaimed_count, result.deferred_count) == (10, 0)
+    assert sorted(driven) == stranded
+
+
+def test_the_scan_page_is_attempted_whatever_the_budget_and_no_window_chunk_follows(
+    registry, arrange, workflows, reclaim_target, clock
+):
+    """Five workflows only the scan found, a spent budget after the first drive: all five
+    are taken (the cursor has moved on, no other engine will read them this round); the
+    shared window's three wait, none mixed into the page's last chunk."""
+    stranded = _stranded(arrange, workflows, 3)
+    scanned = [f"u-{i}" for i in range(5)]
+    workflows.put_many(scanned, indexed=False)
+    driven: list[str] = []
+    target = reclaim_target(
+        registry("a"), on_reclaimed=_slow_drive(clock, driven), chunk_size=2, pass_budget_ms=1
+    )
+
+    result = run_reclaim_pass(target)
+
+    assert target.last_discovery.must_attempt == 5
+    assert dict(result.outcomes) == dict.fromkeys(scanned, "reclaimed")
+    assert result.deferred_count == len(stranded)
+    assert sorted(driven) == scanned
+
+
+def test_a_budget_of_zero_still_settles_what_only_this_engine_can(
+    registry, arrange, workflows, reclaim_target, clock
+):
+    """A row naming this engine that it does not hold is adopted even when no time is left."""
+    _stranded(arrange, workflows, 4)
+    workflows.put("mine")
+    arrange.put_row("mine", epoch=7, holder=Holder("a", 7, T0 + TTL_MS, T0))
+    a = registry("a")
+    target = reclaim_target(a, chunk_size=1, pass_budget_ms=0)
+
+    result = run_reclaim_pass(target)
+
+    assert result.outcomes == [("mine", "reclaimed")]
+    assert result.deferred_count == 4
+    assert a.current_epoch("mine") == 7
+
+
+def test_a_chunk_size_below_one_is_refused(registry, reclaim_target):
+    with pytest.raises(ValueError, match="chunk_size"):
+        reclaim_target(registry("a"), chunk_size=0)
