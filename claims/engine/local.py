@@ -23,9 +23,10 @@ from typing import Any
 from django.db import close_old_connections
 
 from claims.engine import outages
-from claims.engine.connections import HealthyConnections, closing_connections
+from claims.engine.connections import HealthyConnections
 from claims.engine.death import DeathWatch
 from claims.engine.drain import EngineDrain
+from claims.engine.drive_pool import DrivePool
 from claims.engine.heartbeat import EngineHeartbeat
 from claims.models import EngineStatus
 from claims.protocol import (
@@ -110,7 +111,8 @@ class LocalEngine:
         self._self_ticking = False
         self.self_ticks = 0
         self._threads: list[threading.Thread] = []
-        self._drives = ThreadPoolExecutor(DRIVE_POOL_SIZE, thread_name_prefix="drive")
+        # New drives wait while a reclaim pass takes over, at most an interval.
+        self._drives = DrivePool(DRIVE_POOL_SIZE, gate_timeout_s=timing.renew_interval_ms / 1000)
         self._reclaim_pool = ThreadPoolExecutor(RECLAIM_POOL_SIZE, thread_name_prefix="reclaim")
         self.heartbeat = EngineHeartbeat(
             self.registry, clock=clock, metrics=self.metrics, pass_names=PASS_NAMES
@@ -217,7 +219,7 @@ class LocalEngine:
         deadline = time.monotonic() + timeout_s
         for thread in self._threads:
             thread.join(max(0.0, deadline - time.monotonic()))
-        self._drives.shutdown(wait=True, cancel_futures=True)
+        self._drives.shutdown()
         self._reclaim_pool.shutdown(wait=True, cancel_futures=True)
         close_old_connections()
         self.registry.release_all()
@@ -232,7 +234,7 @@ class LocalEngine:
 
     def submit_drive(self, workflow_id: str) -> None:
         """Hand a claimed workflow to the drive pool; raises if the pool is closed."""
-        self._drives.submit(closing_connections(self._drive), workflow_id)
+        self._drives.submit(self._drive, workflow_id)
 
     def _drive(self, workflow_id: str) -> None:
         try:
@@ -293,7 +295,11 @@ class LocalEngine:
         # The one pass that acquires and takes over: never for an engine written off.
         if not self.death.confirm_alive(before="reclaim"):
             return {"status": "dead"}
-        result = run_reclaim_pass(self.target, executor=HealthyConnections(self._reclaim_pool))
+        result = run_reclaim_pass(
+            self.target,
+            executor=HealthyConnections(self._reclaim_pool),
+            attempting=self._drives.held_back,
+        )
         discovery = self.target.last_discovery
         return {
             "status": result.status,

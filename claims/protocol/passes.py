@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
@@ -39,14 +40,20 @@ def run_renew_pass(registry: ClaimRegistry, metrics: ClaimMetrics | None = None)
     return registry.liveness.renew_pass(metrics)
 
 
-def run_reclaim_pass(target: ReclaimTarget, *, executor: Mapper | None = None) -> ReclaimPassResult:
+def run_reclaim_pass(
+    target: ReclaimTarget,
+    *,
+    executor: Mapper | None = None,
+    attempting: Callable[[], AbstractContextManager[object]] = nullcontext,
+) -> ReclaimPassResult:
     """Discover candidates, then attempt them a chunk at a time (RECLAIM_POOL_SIZE threads
     for those the set-based batch leaves); one failure never stops the rest. Once the
     target's budget is spent no new chunk of the shared window starts: the rest is
     deferred to the next pass.
 
     Pass a long-lived ``executor`` when its threads hold resources worth keeping,
-    such as database connections.
+    such as database connections. ``attempting`` is entered around the attempts when
+    there are any (the engine holds its new drives back meanwhile).
     """
     try:
         # Under a session the renew pass no longer shows which claims others moved.
@@ -62,12 +69,13 @@ def run_reclaim_pass(target: ReclaimTarget, *, executor: Mapper | None = None) -
     started_ms = target.registry.monotonic_ms()
     outcomes: list[tuple[str, str]] = []
     deferred = 0
-    for start, chunk in _chunks(candidates, must_attempt, target.chunk_size):
-        spent_ms = target.registry.monotonic_ms() - started_ms
-        if start >= must_attempt and spent_ms >= target.pass_budget_ms:
-            deferred = len(candidates) - start
-            break
-        outcomes += _attempt_chunk(target, chunk, executor)
+    with attempting() if candidates else nullcontext():
+        for start, chunk in _chunks(candidates, must_attempt, target.chunk_size):
+            spent_ms = target.registry.monotonic_ms() - started_ms
+            if start >= must_attempt and spent_ms >= target.pass_budget_ms:
+                deferred = len(candidates) - start
+                break
+            outcomes += _attempt_chunk(target, chunk, executor)
     reclaimed = sum(status == "reclaimed" for _, status in outcomes)
     return ReclaimPassResult("completed", outcomes, reclaimed, deferred)
 

@@ -5,6 +5,8 @@ page, are attempted whatever it costs."""
 
 from __future__ import annotations
 
+from contextlib import contextmanager
+
 import pytest
 
 from claims.protocol import Holder
@@ -113,3 +115,28 @@ def test_a_budget_of_zero_still_settles_what_only_this_engine_can(
 def test_a_chunk_size_below_one_is_refused(registry, reclaim_target):
     with pytest.raises(ValueError, match="chunk_size"):
         reclaim_target(registry("a"), chunk_size=0)
+
+
+def test_the_attempts_run_inside_the_callers_context_and_only_when_there_are_some(
+    registry, arrange, workflows, reclaim_target
+):
+    """The engine holds its new drives back around the takeovers, not around an idle pass."""
+    entered: list[str] = []
+    inside: list[bool] = []
+
+    @contextmanager
+    def attempting():
+        entered.append("in")
+        yield
+        entered.append("out")
+
+    target = reclaim_target(
+        registry("a"), on_reclaimed=lambda _: inside.append(entered[-1:] == ["in"])
+    )
+    run_reclaim_pass(target, attempting=attempting)
+    assert entered == []
+
+    _stranded(arrange, workflows, 2)
+    run_reclaim_pass(target, attempting=attempting)
+    assert entered == ["in", "out"]
+    assert inside == [True, True]

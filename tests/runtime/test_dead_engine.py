@@ -46,7 +46,7 @@ def revived(revived_row: None) -> Iterator[LocalEngine]:
         engine_id=ENGINE_ID, queue=f"engine.{ENGINE_ID}", timing=TIMING, clock=OffsetClock()
     )
     yield engine
-    engine._drives.shutdown(wait=True)
+    engine._drives.shutdown()
     engine._reclaim_pool.shutdown(wait=True)
 
 

@@ -41,7 +41,7 @@ def local(clock: Any) -> Iterator[LocalEngine]:
         clock=OffsetClock(0, monotonic=clock),  # the test's FakeClock, no offset
     )
     yield engine
-    engine._drives.shutdown(wait=True)
+    engine._drives.shutdown()
     engine._reclaim_pool.shutdown(wait=True)
 
 

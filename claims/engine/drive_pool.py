@@ -1,0 +1,88 @@
+"""The engine's drive pool (docs/design.md §4, "A mass failure is split").
+
+Two rules make a burst of drives (thousands of claims taken over at once) cheap and keep
+it from slowing the takeovers that caused it:
+
+- A drive thread keeps its database connection while more drives wait in the queue and
+  gives it back when the queue is empty: opening a connection per drive (a PostgreSQL
+  backend started and stopped each time) cost more than the drive itself. An idle pool
+  still holds no sessions.
+- New drives wait while the engine's reclaim pass is taking claims over, for at most a
+  bound: every claim held again within the failover bound comes first, driving them
+  follows at the machine's pace. A drive already running goes on.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import contextmanager
+
+from django.db import close_old_connections, connections
+
+
+def _drop_broken_connections() -> None:
+    """Close this thread's connections that failed and can no longer be used; a healthy
+    one is kept (``close_old_connections`` would close it: CONN_MAX_AGE is 0)."""
+    for conn in connections.all(initialized_only=True):
+        if conn.connection is not None and conn.errors_occurred and not conn.is_usable():
+            conn.close()
+
+
+class DrivePool:
+    def __init__(self, size: int, *, gate_timeout_s: float) -> None:
+        self._pool = ThreadPoolExecutor(size, thread_name_prefix="drive")
+        self._lock = threading.Lock()
+        self._queued = 0  # submitted, not started
+        self._open = threading.Event()
+        self._open.set()
+        self._closers = 0  # reclaim passes taking over now
+        self._gate_timeout_s = gate_timeout_s
+
+    def submit(self, drive: Callable[[str], None], workflow_id: str) -> Future[None]:
+        """Queue a drive; raises if the pool is shut down."""
+        with self._lock:
+            self._queued += 1
+        try:
+            return self._pool.submit(self._run, drive, workflow_id)
+        except BaseException:
+            with self._lock:
+                self._queued -= 1
+            raise
+
+    def _run(self, drive: Callable[[str], None], workflow_id: str) -> None:
+        with self._lock:
+            self._queued -= 1
+        self._open.wait(self._gate_timeout_s)
+        _drop_broken_connections()
+        try:
+            drive(workflow_id)
+        finally:
+            with self._lock:
+                more = self._queued > 0
+            if not more:
+                close_old_connections()
+
+    @contextmanager
+    def held_back(self) -> Iterator[None]:
+        """Around a reclaim pass's takeovers: drives not yet started wait (at most the
+        pool's gate timeout) until the pass is done."""
+        with self._lock:
+            self._closers += 1
+            self._open.clear()
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._closers -= 1
+                if self._closers == 0:
+                    self._open.set()
+
+    def queued(self) -> int:
+        with self._lock:
+            return self._queued
+
+    def shutdown(self) -> None:
+        self._open.set()
+        self._pool.shutdown(wait=True, cancel_futures=True)

@@ -1,0 +1,100 @@
+"""The engine's drive pool: a drive thread keeps its connection through a burst and gives it
+back when the queue is empty; drives wait while a reclaim pass takes claims over, for at
+most the gate's timeout (claims/engine/drive_pool.py)."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+from django.db import connection
+
+from claims.engine.drive_pool import DrivePool
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+WAIT_S = 10
+
+
+def _open_at_start(seen: list[bool]):
+    def drive(workflow_id: str) -> None:
+        seen.append(connection.connection is not None)
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT 1")
+
+    return drive
+
+
+def test_a_burst_reuses_one_connection_and_the_last_drive_gives_it_back():
+    pool = DrivePool(1, gate_timeout_s=WAIT_S)
+    release = threading.Event()
+    seen: list[bool] = []
+    try:
+        pool.submit(lambda _: release.wait(WAIT_S), "blocker")
+        burst = [pool.submit(_open_at_start(seen), f"wf-{n}") for n in range(4)]
+        assert pool.queued() == 4
+        release.set()
+        for future in burst:
+            future.result(WAIT_S)
+        # The queue was empty after the burst: the next drive starts on a new connection.
+        pool.submit(_open_at_start(seen), "after").result(WAIT_S)
+    finally:
+        release.set()
+        pool.shutdown()
+    assert seen == [False, True, True, True, False]
+
+
+def test_drives_wait_while_a_reclaim_pass_takes_over():
+    pool = DrivePool(2, gate_timeout_s=WAIT_S)
+    driven = threading.Event()
+    try:
+        with pool.held_back():
+            pool.submit(lambda _: driven.set(), "wf-1")
+            assert not driven.wait(0.3)
+        assert driven.wait(WAIT_S)
+    finally:
+        pool.shutdown()
+
+
+def test_a_held_back_drive_goes_on_after_the_gate_timeout():
+    """A reclaim pass that hangs (a stalled database) does not stop the drives for good."""
+    pool = DrivePool(1, gate_timeout_s=0.2)
+    driven = threading.Event()
+    try:
+        with pool.held_back():
+            pool.submit(lambda _: driven.set(), "wf-1")
+            assert driven.wait(WAIT_S)
+    finally:
+        pool.shutdown()
+
+
+def test_the_gate_opens_only_when_every_pass_holding_it_is_done():
+    pool = DrivePool(1, gate_timeout_s=WAIT_S)
+    driven = threading.Event()
+    try:
+        with pool.held_back():
+            with pool.held_back():
+                pass
+            pool.submit(lambda _: driven.set(), "wf-1")
+            assert not driven.wait(0.3)
+        assert driven.wait(WAIT_S)
+    finally:
+        pool.shutdown()
+
+
+def test_a_drive_that_raises_still_gives_the_connection_back():
+    pool = DrivePool(1, gate_timeout_s=WAIT_S)
+    seen: list[bool] = []
+
+    def failing(_: str) -> None:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT 1")
+        raise RuntimeError("user code failed")
+
+    try:
+        with pytest.raises(RuntimeError, match="user code failed"):
+            pool.submit(failing, "wf-1").result(WAIT_S)
+        pool.submit(_open_at_start(seen), "wf-2").result(WAIT_S)
+    finally:
+        pool.shutdown()
+    assert seen == [False]
