@@ -7,19 +7,25 @@ it from slowing the takeovers that caused it:
   gives it back when the queue is empty: opening a connection per drive (a PostgreSQL
   backend started and stopped each time) cost more than the drive itself. An idle pool
   still holds no sessions.
-- New drives wait while the engine's reclaim pass is taking claims over, for at most a
-  bound: every claim held again within the failover bound comes first, driving them
-  follows at the machine's pace. A drive already running goes on.
+- New drives wait while the engine's reclaim pass is taking claims over, and while its
+  reclaim is behind (its last pass left candidates for the next): in a mass failure every
+  claim held again within the failover bound comes first, and driving them follows at the
+  machine's pace. A drive already running goes on; a wait never outlasts its bound (a
+  reclaim that stops passing does not stop the drives).
 """
 
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 
 from django.db import close_old_connections, connections
+
+# How often a drive held back because reclaim is behind looks again.
+BEHIND_POLL_S = 0.1
 
 
 def _drop_broken_connections() -> None:
@@ -38,6 +44,7 @@ class DrivePool:
         self._open = threading.Event()
         self._open.set()
         self._closers = 0  # reclaim passes taking over now
+        self._behind_until = 0.0  # time.monotonic() until which reclaim is behind
         self._gate_timeout_s = gate_timeout_s
 
     def submit(self, drive: Callable[[str], None], workflow_id: str) -> Future[None]:
@@ -54,7 +61,7 @@ class DrivePool:
     def _run(self, drive: Callable[[str], None], workflow_id: str) -> None:
         with self._lock:
             self._queued -= 1
-        self._open.wait(self._gate_timeout_s)
+        self._wait_for_reclaim()
         _drop_broken_connections()
         try:
             drive(workflow_id)
@@ -63,6 +70,27 @@ class DrivePool:
                 more = self._queued > 0
             if not more:
                 close_old_connections()
+
+    def _wait_for_reclaim(self) -> None:
+        """Until no pass is taking over and reclaim is not behind; at most the gate's
+        timeout for a pass, and the behind bound for the rest."""
+        self._open.wait(self._gate_timeout_s)
+        while True:
+            with self._lock:
+                left = self._behind_until - time.monotonic()
+            if left <= 0:
+                return
+            time.sleep(min(left, BEHIND_POLL_S))
+
+    def behind(self, for_s: float) -> None:
+        """The last reclaim pass left candidates for later: new drives wait for ``for_s``
+        (a later pass that is behind again extends it, one that is not ends it)."""
+        with self._lock:
+            self._behind_until = time.monotonic() + for_s
+
+    def caught_up(self) -> None:
+        with self._lock:
+            self._behind_until = 0.0
 
     @contextmanager
     def held_back(self) -> Iterator[None]:

@@ -301,6 +301,16 @@ class LocalEngine:
             attempting=self._drives.held_back,
         )
         discovery = self.target.last_discovery
+        deferred = discovery.deferred + result.deferred_count
+        if result.status == "completed":
+            if deferred and result.reclaimed_count:
+                # Behind a mass failure and taking it: ownership first, the drives wait
+                # until a pass has taken everything (at most two intervals after the last
+                # pass that took some and left some). Candidates nobody can take (a type
+                # no engine runs) hold nothing back: such a pass takes none.
+                self._drives.behind(2 * self.timing.renew_interval_ms / 1000)
+            else:
+                self._drives.caught_up()
         return {
             "status": result.status,
             "reclaimed": result.reclaimed_count,
@@ -313,7 +323,7 @@ class LocalEngine:
                 "pending_redrives": discovery.pending_redrives,
             },
             # Beyond the window, and of the window once the pass's budget was spent.
-            "deferred": discovery.deferred + result.deferred_count,
+            "deferred": deferred,
             "scanned": discovery.scanned,
             "wrapped": discovery.wrapped,
         }

@@ -98,3 +98,33 @@ def test_a_drive_that_raises_still_gives_the_connection_back():
     finally:
         pool.shutdown()
     assert seen == [False]
+
+
+def test_drives_wait_while_reclaim_is_behind_until_it_catches_up():
+    pool = DrivePool(1, gate_timeout_s=WAIT_S)
+    try:
+        pool.behind(WAIT_S)
+        future = pool.submit(lambda _: None, "wf-1")
+        assert not _done_within(future, 0.3)
+        pool.caught_up()
+        future.result(WAIT_S)
+    finally:
+        pool.shutdown()
+
+
+def test_a_drive_held_back_by_a_reclaim_behind_goes_on_when_the_bound_passes():
+    """A reclaim that stops passing (its engine's database gone) does not stop the drives."""
+    pool = DrivePool(1, gate_timeout_s=WAIT_S)
+    try:
+        pool.behind(0.3)
+        pool.submit(lambda _: None, "wf-1").result(WAIT_S)
+    finally:
+        pool.shutdown()
+
+
+def _done_within(future, seconds: float) -> bool:
+    try:
+        future.result(seconds)
+    except TimeoutError:
+        return False
+    return True
