@@ -41,8 +41,10 @@ class SetBasedReclaim:
         """Take over expired and invalid holders, and acquire running workflows nobody
         holds, set-based, as ``attempt`` would one by one.
 
-        Returns the ids it settled; the rest (held by me, pending re-drives, lost
-        races, live rows naming me) are left for ``attempt``, which retries.
+        Returns the ids it settled; the rest (held by me, pending re-drives, rows
+        nobody holds that another engine acquired first, live rows naming me) are left
+        for ``attempt``, which retries. A takeover lost to another writer is settled
+        "lost-race", left to the next pass.
         A drive that raised is returned as its exception, its re-drive recorded.
         """
         if self._disposing:
@@ -95,7 +97,13 @@ class SetBasedReclaim:
             elif step == "not-eligible":
                 settled[wf] = "not-eligible"
             elif step == "retry":
+                # Another engine was writing the row (SKIP LOCKED) or it changed since the
+                # read: whoever wrote it holds it now, or it is still stale and the next
+                # pass finds it again. Not retried one by one: when thousands are
+                # stranded, the live engines' chunks overlap, and a retry per lost row
+                # would wait on the other engine's locks and repeat its work.
                 self._record("lost_race")
+                settled[wf] = "lost-race"
             elif step == "acquire":
                 no_claim.append(wf)
         log_takeovers(taken, self.registry.engine_id)

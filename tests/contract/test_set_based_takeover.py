@@ -5,7 +5,7 @@ from __future__ import annotations
 from claims.protocol import run_reclaim_pass
 from claims.protocol.records import ClaimEventRecord, GrantPlan, Holder
 
-from .stores import RENEW_INTERVAL_MS, START_MS, TTL_MS
+from .stores import RENEW_INTERVAL_MS, START_MS, TTL_MS, CountingStore, InterposedStore
 
 EXPIRED_AT = START_MS - TTL_MS  # long past expiry + grace at START_MS
 
@@ -218,3 +218,38 @@ def test_reclaim_pass_acquires_ownerless_running_workflows_set_based(
     assert a.metrics.snapshot()["attempts"]["acquired"] == 20
     assert arrange.read("row-0").epoch == 4
     assert arrange.read("norow-0").epoch == 1
+
+
+def test_a_takeover_the_batch_loses_is_left_to_the_next_pass_not_retried_one_by_one(
+    registry, reclaim_target, arrange, workflows, store
+):
+    """Between the batch's read and its grant, engine b takes one row and another row
+    changes but stays stale: both are settled "lost-race" in this pass, neither driven nor
+    retried (no single takeover is sent); the next pass takes the still-stale one."""
+    ids = ["wf-1", "wf-2", "wf-3"]
+    for wf in ids:
+        workflows.put(wf)
+        arrange.put_row(wf, epoch=1, holder=dead_holder(1))
+
+    def competitor() -> None:
+        arrange.put_row("wf-1", epoch=2, holder=Holder("b", 2, START_MS + TTL_MS, START_MS))
+        arrange.put_row("wf-2", epoch=2, holder=dead_holder(2, engine="also-dead"))
+
+    counted = CountingStore(InterposedStore(store, "grant_many", competitor))
+    driven: list[str] = []
+    a = registry("a", on=counted)
+    target = reclaim_target(a, on=counted, on_reclaimed=driven.append)
+
+    first = run_reclaim_pass(target)
+
+    assert dict(first.outcomes) == {"wf-1": "lost-race", "wf-2": "lost-race", "wf-3": "reclaimed"}
+    assert driven == ["wf-3"]
+    assert "cas_grant" not in counted.calls  # no single-row compare-and-swap
+    assert a.metrics.snapshot()["attempts"]["lost_race"] == 2
+
+    second = run_reclaim_pass(target)
+
+    assert dict(second.outcomes) == {"wf-2": "reclaimed"}
+    assert arrange.read("wf-1").holder.engine_id == "b"
+    assert arrange.read("wf-2").holder.engine_id == "a"
+    assert arrange.read("wf-2").epoch == 3
