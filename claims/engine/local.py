@@ -109,6 +109,7 @@ class LocalEngine:
         self.disposal: threading.Thread | None = None
         self._wakeups = {name: threading.Event() for name in PASS_NAMES}
         self._self_ticking = False
+        self._behind = False  # the last reclaim pass took some and left some for later
         self.self_ticks = 0
         self._threads: list[threading.Thread] = []
         # New drives wait while a reclaim pass takes over, at most an interval.
@@ -256,6 +257,9 @@ class LocalEngine:
     def _pass_loop(self, name: str) -> None:
         run = {"renew": self.run_renew, "reclaim": self.run_reclaim, "wake": self.run_wake}[name]
         while not self._stopped.is_set():
+            if name == "reclaim" and self._catch_up_due():
+                self._run_pass(name, self.run_reclaim_catch_up)
+                continue
             self._await_tick(name)
             if name == "reclaim":
                 # Every engine renews on the same ticks, so a dead engine's claims lapse
@@ -266,18 +270,33 @@ class LocalEngine:
                 break
             if name != "renew" and self.is_disposing():
                 continue
-            started = time.monotonic()
-            try:
-                close_old_connections()
-                summary = run()
-                self._heartbeat(name, time.monotonic() - started, summary)
-                self.database.succeeded()
-            except outages.DATABASE_OUTAGE_ERRORS as error:
-                self.database.failed(name, error)  # once per outage, not once per tick
-            except Exception:
-                logger.exception("%s pass of engine %s failed", name, self.engine_id)
-            finally:
-                close_old_connections()
+            self._run_pass(name, run)
+
+    def _run_pass(self, name: str, run: Callable[[], dict[str, Any]]) -> None:
+        started = time.monotonic()
+        try:
+            close_old_connections()
+            summary = run()
+            self._heartbeat(name, time.monotonic() - started, summary)
+            self.database.succeeded()
+        except outages.DATABASE_OUTAGE_ERRORS as error:
+            self.database.failed(name, error)  # once per outage, not once per tick
+        except Exception:
+            logger.exception("%s pass of engine %s failed", name, self.engine_id)
+        finally:
+            close_old_connections()
+
+    def _catch_up_due(self) -> bool:
+        """Behind a mass failure (the last pass took some and had no time for the rest)
+        and no tick waiting: attempt the rest now rather than an interval later. A tick
+        runs a full pass, with discovery, instead."""
+        return (
+            self._behind
+            and self.target.carried > 0
+            and not self._wakeups["reclaim"].is_set()
+            and not self.is_disposing()
+            and not self._stopped.is_set()
+        )
 
     def run_renew(self) -> dict[str, Any]:
         result = run_renew_pass(self.registry, self.metrics)
@@ -290,6 +309,14 @@ class LocalEngine:
         }
 
     def run_reclaim(self) -> dict[str, Any]:
+        return self._reclaim(catch_up=False)
+
+    def run_reclaim_catch_up(self) -> dict[str, Any]:
+        """A reclaim pass without discovery, over what the last one left (a mass failure)."""
+        return self._reclaim(catch_up=True)
+
+    def _reclaim(self, *, catch_up: bool) -> dict[str, Any]:
+        self._behind = False
         if self.drain.active:
             return {"status": "draining"}
         # The one pass that acquires and takes over: never for an engine written off.
@@ -299,30 +326,35 @@ class LocalEngine:
             self.target,
             executor=HealthyConnections(self._reclaim_pool),
             attempting=self._drives.held_back,
+            catch_up=catch_up,
         )
         discovery = self.target.last_discovery
-        deferred = discovery.deferred + result.deferred_count
+        # Beyond the window, and of the window once the pass's budget was spent.
+        deferred = (discovery.deferred if not catch_up else 0) + result.deferred_count
         if result.status == "completed":
+            # Behind a mass failure and taking it: ownership first. Catch-up passes follow
+            # at once, and the drives wait until a pass has taken everything (at most two
+            # intervals after the last pass that took some and left some). Candidates
+            # nobody can take (a type no engine runs) hold nothing back: such a pass takes
+            # none.
+            self._behind = bool(result.deferred_count and result.reclaimed_count)
             if deferred and result.reclaimed_count:
-                # Behind a mass failure and taking it: ownership first, the drives wait
-                # until a pass has taken everything (at most two intervals after the last
-                # pass that took some and left some). Candidates nobody can take (a type
-                # no engine runs) hold nothing back: such a pass takes none.
                 self._drives.behind(2 * self.timing.renew_interval_ms / 1000)
             else:
                 self._drives.caught_up()
         return {
             "status": result.status,
+            "catch_up": catch_up,
             "reclaimed": result.reclaimed_count,
             "attempted": len(result.outcomes),
             "errors": sum(status == "error" for _, status in result.outcomes),
+            # The last discovery's, which a catch-up pass does not repeat.
             "candidates": {
                 "stale_holders": discovery.stale_holders,
                 "unheld_indexed": discovery.unheld_indexed,
                 "authoritative_scan": discovery.authoritative_scan,
                 "pending_redrives": discovery.pending_redrives,
             },
-            # Beyond the window, and of the window once the pass's budget was spent.
             "deferred": deferred,
             "scanned": discovery.scanned,
             "wrapped": discovery.wrapped,

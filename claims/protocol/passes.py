@@ -45,6 +45,7 @@ def run_reclaim_pass(
     *,
     executor: Mapper | None = None,
     attempting: Callable[[], AbstractContextManager[object]] = nullcontext,
+    catch_up: bool = False,
 ) -> ReclaimPassResult:
     """Discover candidates, then attempt them a chunk at a time (RECLAIM_POOL_SIZE threads
     for those the set-based batch leaves); one failure never stops the rest. Once the
@@ -53,8 +54,11 @@ def run_reclaim_pass(
 
     Pass a long-lived ``executor`` when its threads hold resources worth keeping,
     such as database connections. ``attempting`` is entered around the attempts when
-    there are any (the engine holds its new drives back meanwhile).
+    there are any (the engine holds its new drives back meanwhile). A ``catch_up`` pass
+    runs no discovery: it attempts what the last pass left (``ReclaimTarget.carry``).
     """
+    if catch_up:
+        return _attempt_all(target, target.take_carried(), 0, executor, attempting)
     try:
         # Under a session the renew pass no longer shows which claims others moved.
         target.registry.forget_moved_claims()
@@ -65,7 +69,20 @@ def run_reclaim_pass(
     except Exception:
         logger.exception("reclaim candidate discovery failed")
         return ReclaimPassResult("discovery-failed")
-    must_attempt = target.last_discovery.must_attempt
+    return _attempt_all(
+        target, candidates, target.last_discovery.must_attempt, executor, attempting
+    )
+
+
+def _attempt_all(
+    target: ReclaimTarget,
+    candidates: list[str],
+    must_attempt: int,
+    executor: Mapper | None,
+    attempting: Callable[[], AbstractContextManager[object]],
+) -> ReclaimPassResult:
+    """The candidates a chunk at a time until the budget is spent (never before the first
+    ``must_attempt``); what is left is carried to a catch-up pass."""
     started_ms = target.registry.monotonic_ms()
     outcomes: list[tuple[str, str]] = []
     deferred = 0
@@ -76,6 +93,7 @@ def run_reclaim_pass(
                 deferred = len(candidates) - start
                 break
             outcomes += _attempt_chunk(target, chunk, executor)
+    target.carry(candidates[len(candidates) - deferred :] if deferred else [])
     reclaimed = sum(status == "reclaimed" for _, status in outcomes)
     return ReclaimPassResult("completed", outcomes, reclaimed, deferred)
 

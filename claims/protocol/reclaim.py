@@ -66,6 +66,7 @@ class ReclaimTarget(SetBasedReclaim):
             registry.timing.renew_interval_ms // 2 if pass_budget_ms is None else pass_budget_ms
         )
         self.last_discovery = Discovery()
+        self._carried: list[str] = []
         self._finder = CandidateFinder(
             registry,
             store,
@@ -89,10 +90,32 @@ class ReclaimTarget(SetBasedReclaim):
         self._disposing = True
 
     def list_candidates(self) -> list[str]:
+        """Discovery: every source, the shared ones in a window (``Discovery``)."""
+        self._carried = []
         if self._disposing:
             return []
         self.last_discovery = self._finder.find(self._redrives.snapshot)
         return list(self.last_discovery.candidates)
+
+    # -- catching up -----------------------------------------------------------------
+
+    @property
+    def carried(self) -> int:
+        """Candidates the last pass found but left when its budget ran out."""
+        return len(self._carried)
+
+    def carry(self, leftover: list[str]) -> None:
+        self._carried = list(leftover)
+
+    def take_carried(self) -> list[str]:
+        """The candidates the last pass left, less those held here now, for a catch-up
+        pass: no discovery, only the attempts the last pass had no time for. The
+        takeovers judge each row afresh, so a candidate settled meanwhile costs a read."""
+        carried, self._carried = self._carried, []
+        if self._disposing:
+            return []
+        held = set(self.registry.held_workflow_ids())
+        return [workflow_id for workflow_id in carried if workflow_id not in held]
 
     # -- one attempt -----------------------------------------------------------------
 
