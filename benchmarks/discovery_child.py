@@ -175,7 +175,8 @@ def _engine_class(times: StatementTimes) -> Any:
         which notes how long each of its passes took inside the window."""
 
         pass_ms: dict[str, list[float]]
-        reclaims: list[tuple[Any, ...]]  # per pass in the window: time, status, stale, tried, won
+        reclaims: list[tuple[Any, ...]]  # per pass in the window: time, status, stale, tried,
+        # won, discovery ms, catch-up
 
         def start(self) -> None:
             self.pass_ms = defaultdict(list)
@@ -235,6 +236,8 @@ def _engine_class(times: StatementTimes) -> Any:
                         candidates.get("stale_holders"),
                         summary.get("attempted"),
                         summary.get("reclaimed"),
+                        summary.get("discovery_ms"),
+                        summary.get("catch_up"),
                     )
                 )
             return summary

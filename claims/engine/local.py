@@ -261,10 +261,11 @@ class LocalEngine:
                 self._run_pass(name, self.run_reclaim_catch_up)
                 continue
             self._await_tick(name)
-            if name == "reclaim":
+            if name == "reclaim" and not self._behind:
                 # Every engine renews on the same ticks, so a dead engine's claims lapse
                 # just after a tick; reclaiming half an interval later takes them over
-                # then, instead of up to a whole interval after they lapsed.
+                # then, instead of up to a whole interval after they lapsed. Behind a mass
+                # failure there is no such wait: the stale claims are there already.
                 self._stopped.wait(self.timing.renew_interval_ms / 2000)
             if self._stopped.is_set():
                 break
@@ -345,6 +346,7 @@ class LocalEngine:
         return {
             "status": result.status,
             "catch_up": catch_up,
+            "discovery_ms": result.discovery_ms,
             "reclaimed": result.reclaimed_count,
             "attempted": len(result.outcomes),
             "errors": sum(status == "error" for _, status in result.outcomes),

@@ -6,7 +6,7 @@ import logging
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractContextManager, nullcontext
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Literal, Protocol
 
 from .liveness import RenewPassResult
@@ -31,6 +31,7 @@ class ReclaimPassResult:
     outcomes: list[tuple[str, str]] = field(default_factory=list)
     reclaimed_count: int = 0
     deferred_count: int = 0  # candidates left for the next pass when the budget ran out
+    discovery_ms: int = 0  # how long discovery took, of the pass's duration
 
 
 def run_renew_pass(registry: ClaimRegistry, metrics: ClaimMetrics | None = None) -> RenewPassResult:
@@ -64,14 +65,17 @@ def run_reclaim_pass(
         target.registry.forget_moved_claims()
     except Exception:
         logger.exception("could not read the claims moved since the last pass")
+    began_ms = target.registry.monotonic_ms()
     try:
         candidates = target.list_candidates()
     except Exception:
         logger.exception("reclaim candidate discovery failed")
         return ReclaimPassResult("discovery-failed")
-    return _attempt_all(
+    discovery_ms = target.registry.monotonic_ms() - began_ms
+    result = _attempt_all(
         target, candidates, target.last_discovery.must_attempt, executor, attempting
     )
+    return replace(result, discovery_ms=discovery_ms)
 
 
 def _attempt_all(

@@ -12,7 +12,7 @@ import pytest
 from claims.protocol import Holder
 from claims.protocol.passes import run_reclaim_pass
 
-from .stores import GRACE_MS, START_MS, TTL_MS
+from .stores import GRACE_MS, START_MS, TTL_MS, CountingStore
 
 T0 = START_MS
 LAPSED = Holder("b", 1, T0 - GRACE_MS - 1, T0 - GRACE_MS - 1 - TTL_MS)
@@ -140,3 +140,59 @@ def test_the_attempts_run_inside_the_callers_context_and_only_when_there_are_som
     run_reclaim_pass(target, attempting=attempting)
     assert entered == ["in", "out"]
     assert inside == [True, True]
+
+
+def test_a_catch_up_pass_attempts_what_the_last_pass_left_without_a_discovery(
+    registry, arrange, workflows, reclaim_target, clock, store
+):
+    """Ten stranded, one chunk of three per budget: the pass carries seven; a catch-up
+    pass reads no source (no stale-holder read, no scan) and takes the next three; a full
+    pass discovers again and drops what was carried."""
+    stranded = _stranded(arrange, workflows, 10)
+    counted = CountingStore(store)
+    driven: list[str] = []
+    a = registry("a", on=counted)
+    target = reclaim_target(
+        a, on=counted, on_reclaimed=_slow_drive(clock, driven), chunk_size=3, pass_budget_ms=10
+    )
+
+    run_reclaim_pass(target)
+    assert target.carried == 7
+    counted.calls.clear()
+
+    catch_up = run_reclaim_pass(target, catch_up=True)
+
+    assert [wf for wf, _ in catch_up.outcomes] == stranded[3:6]
+    assert (catch_up.reclaimed_count, catch_up.deferred_count, target.carried) == (3, 4, 4)
+    assert "list_stale_holders" not in counted.calls
+    assert "scan_unheld_running" not in counted.calls
+
+    full = run_reclaim_pass(target)
+
+    assert "list_stale_holders" in counted.calls
+    assert [wf for wf, _ in full.outcomes] == stranded[6:9]
+    assert target.carried == 1
+
+
+def test_a_catch_up_pass_skips_what_this_engine_took_meanwhile(
+    registry, arrange, workflows, reclaim_target, clock
+):
+    stranded = _stranded(arrange, workflows, 4)
+    a = registry("a")
+    target = reclaim_target(a, on_reclaimed=_slow_drive(clock, []), chunk_size=1, pass_budget_ms=1)
+    run_reclaim_pass(target)  # takes the first, carries three
+    assert target.carried == 3
+    assert a.takeover(stranded[1]).status == "acquired"
+
+    catch_up = run_reclaim_pass(target, catch_up=True)
+
+    assert [wf for wf, _ in catch_up.outcomes] == [stranded[2]]
+    assert target.carried == 1
+
+
+def test_with_nothing_carried_a_catch_up_pass_does_nothing(registry, reclaim_target):
+    target = reclaim_target(registry("a"))
+
+    result = run_reclaim_pass(target, catch_up=True)
+
+    assert (result.status, result.outcomes, result.deferred_count) == ("completed", [], 0)
