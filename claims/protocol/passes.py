@@ -73,7 +73,12 @@ def run_reclaim_pass(
         return ReclaimPassResult("discovery-failed")
     discovery_ms = target.registry.monotonic_ms() - began_ms
     result = _attempt_all(
-        target, candidates, target.last_discovery.must_attempt, executor, attempting
+        target,
+        candidates,
+        target.last_discovery.must_attempt,
+        executor,
+        attempting,
+        started_ms=began_ms,
     )
     return replace(result, discovery_ms=discovery_ms)
 
@@ -84,10 +89,14 @@ def _attempt_all(
     must_attempt: int,
     executor: Mapper | None,
     attempting: Callable[[], AbstractContextManager[object]],
+    *,
+    started_ms: int | None = None,
 ) -> ReclaimPassResult:
-    """The candidates a chunk at a time until the budget is spent (never before the first
+    """The candidates a chunk at a time until the budget, counted from ``started_ms`` (the
+    pass's start, its discovery included), is spent (never before the first
     ``must_attempt``); what is left is carried to a catch-up pass."""
-    started_ms = target.registry.monotonic_ms()
+    if started_ms is None:
+        started_ms = target.registry.monotonic_ms()
     outcomes: list[tuple[str, str]] = []
     deferred = 0
     with attempting() if candidates else nullcontext():

@@ -12,7 +12,7 @@ import pytest
 from claims.protocol import Holder
 from claims.protocol.passes import run_reclaim_pass
 
-from .stores import GRACE_MS, START_MS, TTL_MS, CountingStore
+from .stores import GRACE_MS, START_MS, TTL_MS, CountingStore, InterposedStore
 
 T0 = START_MS
 LAPSED = Holder("b", 1, T0 - GRACE_MS - 1, T0 - GRACE_MS - 1 - TTL_MS)
@@ -196,3 +196,19 @@ def test_with_nothing_carried_a_catch_up_pass_does_nothing(registry, reclaim_tar
     result = run_reclaim_pass(target, catch_up=True)
 
     assert (result.status, result.outcomes, result.deferred_count) == ("completed", [], 0)
+
+
+def test_the_budget_counts_the_discovery_too(
+    registry, arrange, workflows, reclaim_target, clock, store
+):
+    """A discovery that took the whole budget leaves every shared candidate for later: no
+    pass outlives its interval however slow its reads."""
+    _stranded(arrange, workflows, 3)
+    slow = InterposedStore(store, "list_stale_holders", lambda: clock.advance(20))
+    a = registry("a", on=slow)
+    target = reclaim_target(a, on=slow, pass_budget_ms=10)
+
+    result = run_reclaim_pass(target)
+
+    assert (result.outcomes, result.deferred_count, target.carried) == ([], 3, 3)
+    assert result.discovery_ms == 20
