@@ -112,5 +112,7 @@ class DrivePool:
             return self._queued
 
     def shutdown(self) -> None:
+        """Cancel the drives not started and wait for the others; none waits on reclaim."""
+        self.caught_up()
         self._open.set()
         self._pool.shutdown(wait=True, cancel_futures=True)
