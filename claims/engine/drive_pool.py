@@ -41,6 +41,7 @@ class DrivePool:
         self._pool = ThreadPoolExecutor(size, thread_name_prefix="drive")
         self._lock = threading.Lock()
         self._queued = 0  # submitted, not started
+        self._waiting = 0  # started, waiting for reclaim
         self._open = threading.Event()
         self._open.set()
         self._closers = 0  # reclaim passes taking over now
@@ -61,7 +62,17 @@ class DrivePool:
     def _run(self, drive: Callable[[str], None], workflow_id: str) -> None:
         with self._lock:
             self._queued -= 1
-        self._wait_for_reclaim()
+        if self._held_back():
+            # A wait holds no database session: twenty engines' pools waiting out a mass
+            # failover would otherwise hold a connection per thread.
+            close_old_connections()
+            with self._lock:
+                self._waiting += 1
+            try:
+                self._wait_for_reclaim()
+            finally:
+                with self._lock:
+                    self._waiting -= 1
         _drop_broken_connections()
         try:
             drive(workflow_id)
@@ -70,6 +81,10 @@ class DrivePool:
                 more = self._queued > 0
             if not more:
                 close_old_connections()
+
+    def _held_back(self) -> bool:
+        with self._lock:
+            return not self._open.is_set() or self._behind_until > time.monotonic()
 
     def _wait_for_reclaim(self) -> None:
         """Until no pass is taking over and reclaim is not behind; at most the gate's
@@ -110,6 +125,11 @@ class DrivePool:
     def queued(self) -> int:
         with self._lock:
             return self._queued
+
+    def waiting(self) -> int:
+        """Drives started but held back by reclaim."""
+        with self._lock:
+            return self._waiting
 
     def shutdown(self) -> None:
         """Cancel the drives not started and wait for the others; none waits on reclaim."""

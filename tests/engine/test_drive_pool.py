@@ -5,6 +5,7 @@ most the gate's timeout (claims/engine/drive_pool.py)."""
 from __future__ import annotations
 
 import threading
+import time
 
 import pytest
 from django.db import connection
@@ -128,3 +129,36 @@ def _done_within(future, seconds: float) -> bool:
     except TimeoutError:
         return False
     return True
+
+
+def test_a_drive_held_back_waits_without_a_connection():
+    """The thread kept its connection for the queued drive, but a wait holds none: twenty
+    engines' pools waiting out a mass failover would hold a session per thread."""
+    pool = DrivePool(1, gate_timeout_s=WAIT_S)
+    release = threading.Event()
+    seen: list[bool] = []
+
+    def blocker(_: str) -> None:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT 1")
+        release.wait(WAIT_S)
+
+    try:
+        first = pool.submit(blocker, "wf-1")
+        with pool.held_back():
+            queued = pool.submit(_open_at_start(seen), "wf-2")
+            release.set()
+            first.result(WAIT_S)
+            _until(lambda: pool.waiting() == 1)
+        queued.result(WAIT_S)
+    finally:
+        release.set()
+        pool.shutdown()
+    assert seen == [False]
+
+
+def _until(condition) -> None:
+    deadline = time.monotonic() + WAIT_S
+    while not condition():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.01)
