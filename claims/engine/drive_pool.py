@@ -46,6 +46,7 @@ class DrivePool:
         self._open.set()
         self._closers = 0  # reclaim passes taking over now
         self._behind_until = 0.0  # time.monotonic() until which reclaim is behind
+        self._behind_since: float | None = None  # when it fell behind, if it is
         self._gate_timeout_s = gate_timeout_s
 
     def submit(self, drive: Callable[[str], None], workflow_id: str) -> Future[None]:
@@ -97,15 +98,21 @@ class DrivePool:
                 return
             time.sleep(min(left, BEHIND_POLL_S))
 
-    def behind(self, for_s: float) -> None:
+    def behind(self, for_s: float, *, at_most_s: float) -> None:
         """The last reclaim pass left candidates for later: new drives wait for ``for_s``
-        (a later pass that is behind again extends it, one that is not ends it)."""
+        (a later pass that is behind again extends it, one that is not ends it), and never
+        longer than ``at_most_s`` from the first pass that fell behind: a fleet that stays
+        behind (work arriving faster than it is taken) still drives what it holds."""
+        now = time.monotonic()
         with self._lock:
-            self._behind_until = time.monotonic() + for_s
+            if self._behind_since is None:
+                self._behind_since = now
+            self._behind_until = min(now + for_s, self._behind_since + at_most_s)
 
     def caught_up(self) -> None:
         with self._lock:
             self._behind_until = 0.0
+            self._behind_since = None
 
     @contextmanager
     def held_back(self) -> Iterator[None]:

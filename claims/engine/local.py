@@ -53,6 +53,10 @@ logger = logging.getLogger("weftboard.claims")
 
 PASS_NAMES = ("renew", "reclaim", "wake")
 DRIVE_POOL_SIZE = 8
+# Behind a mass failure, new drives wait at most this many renew intervals in all: about a
+# failover's bound (TTL + grace + 2 intervals at the default timing), after which the
+# claims taken so far are driven even if more keep coming.
+BEHIND_AT_MOST = 6
 # Beat's ticks are one renew interval apart: one lost or late tick is weather, two are an
 # outage. A claim is renewed at most two intervals after the last renewal, well inside
 # its TTL (at least three intervals: ClaimTiming refuses less).
@@ -335,12 +339,13 @@ class LocalEngine:
         if result.status == "completed":
             # Behind a mass failure and taking it: ownership first. Catch-up passes follow
             # at once, and the drives wait until a pass has taken everything (at most two
-            # intervals after the last pass that took some and left some). Candidates
-            # nobody can take (a type no engine runs) hold nothing back: such a pass takes
-            # none.
+            # intervals after the last pass that took some and left some, and at most
+            # BEHIND_AT_MOST intervals in all). Candidates nobody can take (a type no engine
+            # runs) hold nothing back: such a pass takes none.
             self._behind = bool(result.deferred_count and result.reclaimed_count)
             if deferred and result.reclaimed_count:
-                self._drives.behind(2 * self.timing.renew_interval_ms / 1000)
+                interval_s = self.timing.renew_interval_ms / 1000
+                self._drives.behind(2 * interval_s, at_most_s=BEHIND_AT_MOST * interval_s)
             else:
                 self._drives.caught_up()
         return {

@@ -104,7 +104,7 @@ def test_a_drive_that_raises_still_gives_the_connection_back():
 def test_drives_wait_while_reclaim_is_behind_until_it_catches_up():
     pool = DrivePool(1, gate_timeout_s=WAIT_S)
     try:
-        pool.behind(WAIT_S)
+        pool.behind(WAIT_S, at_most_s=WAIT_S)
         future = pool.submit(lambda _: None, "wf-1")
         assert not _done_within(future, 0.3)
         pool.caught_up()
@@ -117,7 +117,7 @@ def test_a_drive_held_back_by_a_reclaim_behind_goes_on_when_the_bound_passes():
     """A reclaim that stops passing (its engine's database gone) does not stop the drives."""
     pool = DrivePool(1, gate_timeout_s=WAIT_S)
     try:
-        pool.behind(0.3)
+        pool.behind(0.3, at_most_s=WAIT_S)
         pool.submit(lambda _: None, "wf-1").result(WAIT_S)
     finally:
         pool.shutdown()
@@ -162,3 +162,17 @@ def _until(condition) -> None:
     while not condition():
         assert time.monotonic() < deadline, "timed out"
         time.sleep(0.01)
+
+
+def test_reclaim_behind_again_and_again_holds_the_drives_back_at_most_its_bound():
+    """Work arriving faster than the fleet takes it keeps reclaim behind pass after pass;
+    the drives still go after the bound from the first pass that fell behind."""
+    pool = DrivePool(1, gate_timeout_s=WAIT_S)
+    try:
+        pool.behind(WAIT_S, at_most_s=0.5)
+        future = pool.submit(lambda _: None, "wf-1")
+        time.sleep(0.3)
+        pool.behind(WAIT_S, at_most_s=0.5)  # behind again: extends, but not past the bound
+        future.result(3)  # not the WAIT_S the second pass asked for
+    finally:
+        pool.shutdown()
