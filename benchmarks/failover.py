@@ -266,9 +266,9 @@ def run(
     all_held = len(times) == workflows
     last = max(times) if times else float("nan")
     taking = [p for p in run.passes if p["reclaimed"]]
-    # From the start of the first pass that took some to the end of the last: one pass,
-    # or a pass and the catch-up passes that followed it.
-    pass_ms = max(p["end_ms"] for p in taking) - min(p["start_ms"] for p in taking) if taking else 0
+    # The durations of the passes that took some, added: one pass, or a pass and the
+    # catch-up passes that followed it (the time between passes is not the passes').
+    pass_ms = sum(p["end_ms"] - p["start_ms"] for p in taking)
     bound_ms = ttl + 3 * interval + pass_ms
     earliest = min(times) if times else float("nan")
 
@@ -295,7 +295,7 @@ def run(
     )
     section.notes.append(
         f"bound = TTL {ttl:,} + grace 2 x {interval:,} + one tick {interval:,} + the duration "
-        f"of the passes that took them over, first to last ({pass_ms:,} ms: a pass stops at "
+        f"of the passes that took them over, added ({pass_ms:,} ms: a pass stops at "
         "its budget of half an interval and catch-up passes follow at once); A's claims "
         "become stale "
         f"{fmt(eligible_ms)} ms after its death (its last renewal pass sent its first "

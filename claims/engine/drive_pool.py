@@ -3,29 +3,34 @@
 Two rules make a burst of drives (thousands of claims taken over at once) cheap and keep
 it from slowing the takeovers that caused it:
 
-- A drive thread keeps its database connection while more drives wait in the queue and
-  gives it back when the queue is empty: opening a connection per drive (a PostgreSQL
-  backend started and stopped each time) cost more than the drive itself. An idle pool
-  still holds no sessions.
+- A drive thread keeps its database connection while drives wait in the queue and gives
+  it back before it waits for more: opening a connection per drive (a PostgreSQL backend
+  started and stopped each time) cost more than the drive itself. An idle pool holds no
+  sessions. The pool's own worker loop decides this at the moment a thread finds the
+  queue empty, which an executor's workers do not expose.
 - New drives wait while the engine's reclaim pass is taking claims over, and while its
   reclaim is behind (its last pass left candidates for the next): in a mass failure every
   claim held again within the failover bound comes first, and driving them follows at the
   machine's pace. A drive already running goes on; a wait never outlasts its bound (a
-  reclaim that stops passing does not stop the drives).
+  reclaim that stops passing does not stop the drives) and holds no connection; a drive
+  still waiting when the pool shuts down is not run (its claim is released with the rest).
 """
 
 from __future__ import annotations
 
+import queue
 import threading
 import time
 from collections.abc import Callable, Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 from contextlib import contextmanager
 
 from django.db import close_old_connections, connections
 
 # How often a drive held back because reclaim is behind looks again.
 BEHIND_POLL_S = 0.1
+
+_Task = tuple[Future[None], Callable[[str], None], str]
 
 
 def _drop_broken_connections() -> None:
@@ -36,33 +41,70 @@ def _drop_broken_connections() -> None:
             conn.close()
 
 
+class DrivePoolClosed(RuntimeError):
+    """A drive submitted after the pool shut down."""
+
+
 class DrivePool:
     def __init__(self, size: int, *, gate_timeout_s: float) -> None:
-        self._pool = ThreadPoolExecutor(size, thread_name_prefix="drive")
+        self._tasks: queue.SimpleQueue[_Task | None] = queue.SimpleQueue()
         self._lock = threading.Lock()
         self._queued = 0  # submitted, not started
         self._waiting = 0  # started, waiting for reclaim
+        self._closing = False
         self._open = threading.Event()
         self._open.set()
         self._closers = 0  # reclaim passes taking over now
         self._behind_until = 0.0  # time.monotonic() until which reclaim is behind
         self._behind_since: float | None = None  # when it fell behind, if it is
         self._gate_timeout_s = gate_timeout_s
+        self._size = size
+        self._idle = 0  # workers waiting for work
+        # Started as drives arrive, as an executor's are: an engine that never drives
+        # (most tests' engines) starts no thread.
+        self._threads: list[threading.Thread] = []
 
     def submit(self, drive: Callable[[str], None], workflow_id: str) -> Future[None]:
-        """Queue a drive; raises if the pool is shut down."""
+        """Queue a drive; raises DrivePoolClosed once the pool is shut down."""
+        future: Future[None] = Future()
         with self._lock:
+            if self._closing:
+                raise DrivePoolClosed("the drive pool is shut down")
             self._queued += 1
-        try:
-            return self._pool.submit(self._run, drive, workflow_id)
-        except BaseException:
-            with self._lock:
-                self._queued -= 1
-            raise
+            self._tasks.put((future, drive, workflow_id))
+            if self._idle < self._queued and len(self._threads) < self._size:
+                thread = threading.Thread(
+                    target=self._work, name=f"drive_{len(self._threads)}", daemon=True
+                )
+                self._threads.append(thread)
+                thread.start()
+        return future
 
-    def _run(self, drive: Callable[[str], None], workflow_id: str) -> None:
+    # -- the workers ---------------------------------------------------------------
+
+    def _work(self) -> None:
+        try:
+            while True:
+                try:
+                    task = self._tasks.get_nowait()
+                except queue.Empty:
+                    close_old_connections()  # about to wait for work: hold no session
+                    with self._lock:
+                        self._idle += 1
+                    task = self._tasks.get()
+                    with self._lock:
+                        self._idle -= 1
+                if task is None:
+                    return
+                self._run(*task)
+        finally:
+            close_old_connections()
+
+    def _run(self, future: Future[None], drive: Callable[[str], None], workflow_id: str) -> None:
         with self._lock:
             self._queued -= 1
+        if not future.set_running_or_notify_cancel():
+            return
         if self._held_back():
             # A wait holds no database session: twenty engines' pools waiting out a mass
             # failover would otherwise hold a connection per thread.
@@ -74,14 +116,19 @@ class DrivePool:
             finally:
                 with self._lock:
                     self._waiting -= 1
+        if self._closing:
+            # Not run: the engine is leaving, and release_all gives the claim back.
+            future.set_exception(DrivePoolClosed("not run: the drive pool shut down"))
+            return
         _drop_broken_connections()
         try:
             drive(workflow_id)
-        finally:
-            with self._lock:
-                more = self._queued > 0
-            if not more:
-                close_old_connections()
+        except BaseException as error:
+            future.set_exception(error)
+        else:
+            future.set_result(None)
+
+    # -- holding back ----------------------------------------------------------------
 
     def _held_back(self) -> bool:
         with self._lock:
@@ -129,6 +176,8 @@ class DrivePool:
                 if self._closers == 0:
                     self._open.set()
 
+    # -- reading and stopping ------------------------------------------------------------
+
     def queued(self) -> int:
         with self._lock:
             return self._queued
@@ -139,7 +188,27 @@ class DrivePool:
             return self._waiting
 
     def shutdown(self) -> None:
-        """Cancel the drives not started and wait for the others; none waits on reclaim."""
+        """Cancel the drives not started, skip those waiting on reclaim, and wait for the
+        running ones to end."""
+        with self._lock:
+            if self._closing:
+                return
+            self._closing = True
         self.caught_up()
         self._open.set()
-        self._pool.shutdown(wait=True, cancel_futures=True)
+        while True:
+            try:
+                task = self._tasks.get_nowait()
+            except queue.Empty:
+                break
+            if task is not None:
+                with self._lock:
+                    self._queued -= 1
+                task[0].cancel()
+        with self._lock:
+            threads = list(self._threads)
+        for _ in threads:
+            self._tasks.put(None)
+        for thread in threads:
+            if thread is not threading.current_thread():
+                thread.join()

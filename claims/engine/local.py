@@ -334,8 +334,9 @@ class LocalEngine:
             catch_up=catch_up,
         )
         discovery = self.target.last_discovery
-        # Beyond the window, and of the window once the pass's budget was spent.
-        deferred = (discovery.deferred if not catch_up else 0) + result.deferred_count
+        # Beyond the last discovery's window (still waiting for the next full pass), and
+        # of the window once the pass's budget was spent.
+        deferred = discovery.deferred + result.deferred_count
         if result.status == "completed":
             # Behind a mass failure and taking it: ownership first. Catch-up passes follow
             # at once, and the drives wait until a pass has taken everything (at most two

@@ -60,12 +60,12 @@ def run_reclaim_pass(
     """
     if catch_up:
         return _attempt_all(target, target.take_carried(), 0, executor, attempting)
+    began_ms = target.registry.monotonic_ms()
     try:
         # Under a session the renew pass no longer shows which claims others moved.
         target.registry.forget_moved_claims()
     except Exception:
         logger.exception("could not read the claims moved since the last pass")
-    began_ms = target.registry.monotonic_ms()
     try:
         candidates = target.list_candidates()
     except Exception:
@@ -93,8 +93,10 @@ def _attempt_all(
     started_ms: int | None = None,
 ) -> ReclaimPassResult:
     """The candidates a chunk at a time until the budget, counted from ``started_ms`` (the
-    pass's start, its discovery included), is spent (never before the first
-    ``must_attempt``); what is left is carried to a catch-up pass."""
+    pass's start, its discovery included), is spent; what is left is carried to a
+    catch-up pass. The first ``must_attempt`` are attempted whatever the budget, and so is
+    the first chunk of the rest: a discovery slower than the budget (a loaded machine, a
+    mass failure's long reads) must not leave every pass taking nothing."""
     if started_ms is None:
         started_ms = target.registry.monotonic_ms()
     outcomes: list[tuple[str, str]] = []
@@ -102,7 +104,7 @@ def _attempt_all(
     with attempting() if candidates else nullcontext():
         for start, chunk in _chunks(candidates, must_attempt, target.chunk_size):
             spent_ms = target.registry.monotonic_ms() - started_ms
-            if start >= must_attempt and spent_ms >= target.pass_budget_ms:
+            if start > must_attempt and spent_ms >= target.pass_budget_ms:
                 deferred = len(candidates) - start
                 break
             outcomes += _attempt_chunk(target, chunk, executor)

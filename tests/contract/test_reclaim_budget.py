@@ -77,8 +77,9 @@ def test_the_scan_page_is_attempted_whatever_the_budget_and_no_window_chunk_foll
     registry, arrange, workflows, reclaim_target, clock
 ):
     """Five workflows only the scan found, a spent budget after the first drive: all five
-    are taken (the cursor has moved on, no other engine will read them this round); the
-    shared window's three wait, none mixed into the page's last chunk."""
+    are taken (the cursor has moved on, no other engine will read them this round), none
+    mixed with the window in the page's last chunk; of the window's three, its one
+    unconditional chunk of two is taken and the third waits."""
     stranded = _stranded(arrange, workflows, 3)
     scanned = [f"u-{i}" for i in range(5)]
     workflows.put_many(scanned, indexed=False)
@@ -90,16 +91,18 @@ def test_the_scan_page_is_attempted_whatever_the_budget_and_no_window_chunk_foll
     result = run_reclaim_pass(target)
 
     assert target.last_discovery.must_attempt == 5
-    assert dict(result.outcomes) == dict.fromkeys(scanned, "reclaimed")
-    assert result.deferred_count == len(stranded)
-    assert sorted(driven) == scanned
+    assert [wf for wf, _ in result.outcomes] == [*scanned, *stranded[:2]]
+    assert {status for _, status in result.outcomes} == {"reclaimed"}
+    assert (result.deferred_count, target.carried) == (1, 1)
+    assert sorted(driven) == sorted([*scanned, *stranded[:2]])
 
 
 def test_a_budget_of_zero_still_settles_what_only_this_engine_can(
     registry, arrange, workflows, reclaim_target, clock
 ):
-    """A row naming this engine that it does not hold is adopted even when no time is left."""
-    _stranded(arrange, workflows, 4)
+    """A row naming this engine that it does not hold is adopted even when no time is left;
+    of the window, only the one chunk every pass takes."""
+    stranded = _stranded(arrange, workflows, 4)
     workflows.put("mine")
     arrange.put_row("mine", epoch=7, holder=Holder("a", 7, T0 + TTL_MS, T0))
     a = registry("a")
@@ -107,8 +110,8 @@ def test_a_budget_of_zero_still_settles_what_only_this_engine_can(
 
     result = run_reclaim_pass(target)
 
-    assert result.outcomes == [("mine", "reclaimed")]
-    assert result.deferred_count == 4
+    assert result.outcomes == [("mine", "reclaimed"), (stranded[0], "reclaimed")]
+    assert result.deferred_count == 3
     assert a.current_epoch("mine") == 7
 
 
@@ -198,17 +201,19 @@ def test_with_nothing_carried_a_catch_up_pass_does_nothing(registry, reclaim_tar
     assert (result.status, result.outcomes, result.deferred_count) == ("completed", [], 0)
 
 
-def test_the_budget_counts_the_discovery_too(
+def test_the_budget_counts_the_discovery_too_but_one_chunk_is_always_taken(
     registry, arrange, workflows, reclaim_target, clock, store
 ):
-    """A discovery that took the whole budget leaves every shared candidate for later: no
-    pass outlives its interval however slow its reads."""
-    _stranded(arrange, workflows, 3)
+    """A discovery that took the whole budget: the pass still takes the first chunk of the
+    window (a discovery slower than the budget must not leave every pass taking nothing),
+    and leaves the rest for a catch-up pass."""
+    stranded = _stranded(arrange, workflows, 3)
     slow = InterposedStore(store, "list_stale_holders", lambda: clock.advance(20))
     a = registry("a", on=slow)
-    target = reclaim_target(a, on=slow, pass_budget_ms=10)
+    target = reclaim_target(a, on=slow, chunk_size=2, pass_budget_ms=10)
 
     result = run_reclaim_pass(target)
 
-    assert (result.outcomes, result.deferred_count, target.carried) == ([], 3, 3)
+    assert [wf for wf, _ in result.outcomes] == stranded[:2]
+    assert (result.deferred_count, target.carried) == (1, 1)
     assert result.discovery_ms == 20

@@ -10,7 +10,7 @@ import time
 import pytest
 from django.db import connection
 
-from claims.engine.drive_pool import DrivePool
+from claims.engine.drive_pool import DrivePool, DrivePoolClosed
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -31,7 +31,14 @@ def test_a_burst_reuses_one_connection_and_the_last_drive_gives_it_back():
     release = threading.Event()
     seen: list[bool] = []
     try:
-        pool.submit(lambda _: release.wait(WAIT_S), "blocker")
+        blocking = threading.Event()
+
+        def blocker(_: str) -> None:
+            blocking.set()
+            release.wait(WAIT_S)
+
+        pool.submit(blocker, "blocker")
+        assert blocking.wait(WAIT_S)
         burst = [pool.submit(_open_at_start(seen), f"wf-{n}") for n in range(4)]
         assert pool.queued() == 4
         release.set()
@@ -138,13 +145,17 @@ def test_a_drive_held_back_waits_without_a_connection():
     release = threading.Event()
     seen: list[bool] = []
 
+    blocking = threading.Event()
+
     def blocker(_: str) -> None:
         with connection.cursor() as cursor:
             cursor.execute("SELECT 1")
+        blocking.set()
         release.wait(WAIT_S)
 
     try:
         first = pool.submit(blocker, "wf-1")
+        assert blocking.wait(WAIT_S)
         with pool.held_back():
             queued = pool.submit(_open_at_start(seen), "wf-2")
             release.set()
@@ -176,3 +187,29 @@ def test_reclaim_behind_again_and_again_holds_the_drives_back_at_most_its_bound(
         future.result(3)  # not the WAIT_S the second pass asked for
     finally:
         pool.shutdown()
+
+
+def test_a_drive_waiting_on_reclaim_when_the_pool_shuts_down_is_not_run():
+    """The engine is leaving: a drive held back is skipped (its claim is released with the
+    rest), one not started is cancelled, and neither runs user code."""
+    pool = DrivePool(1, gate_timeout_s=WAIT_S)
+    ran: list[str] = []
+    pool.behind(WAIT_S, at_most_s=WAIT_S)
+    held = pool.submit(ran.append, "wf-1")
+    _until(lambda: pool.waiting() == 1)
+    queued = pool.submit(ran.append, "wf-2")
+
+    pool.shutdown()
+
+    assert ran == []
+    assert queued.cancelled()
+    with pytest.raises(DrivePoolClosed):
+        held.result(WAIT_S)
+    with pytest.raises(DrivePoolClosed):
+        pool.submit(ran.append, "wf-3")
+
+
+def test_an_idle_pool_starts_no_thread():
+    pool = DrivePool(8, gate_timeout_s=WAIT_S)
+    pool.shutdown()
+    assert pool._threads == []
