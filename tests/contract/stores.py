@@ -20,6 +20,19 @@ START_MS = 1_000_000
 TTL_MS = 30_000
 RENEW_INTERVAL_MS = 5_000
 GRACE_MS = 2 * RENEW_INTERVAL_MS
+# A foreign holder that expired (past its grace) before the suite's clock start.
+LAPSED = Holder("b", 1, START_MS - GRACE_MS - 1, START_MS - GRACE_MS - 1 - TTL_MS)
+
+
+def strand(arrange: Any, workflows: Any, count: int) -> list[str]:
+    """``count`` running indexed workflows ("s-00", ...) whose holder lapsed: stale holders,
+    the shared source every engine sees alike."""
+    ids = [f"s-{i:02d}" for i in range(count)]
+    for workflow_id in ids:
+        arrange.put_row(workflow_id, epoch=1, holder=LAPSED)
+    workflows.put_many(ids, indexed=True)
+    return ids
+
 
 # (kind, epoch_before, epoch_after, engine_id): the part of an event both stores must agree on.
 EventTuple = tuple[str, int | None, int | None, str | None]

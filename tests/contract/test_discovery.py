@@ -9,12 +9,10 @@ import pytest
 
 from claims.protocol import AUTHORITATIVE_SCAN_LIMIT, Holder
 
-from .stores import GRACE_MS, START_MS, TTL_MS, CountingStore
+from .stores import GRACE_MS, LAPSED, START_MS, TTL_MS, CountingStore, strand
 
 T0 = START_MS
 EXPIRY = T0 + TTL_MS
-# A foreign holder that expired (past its grace) before the suite's clock start.
-LAPSED = Holder("b", 1, T0 - GRACE_MS - 1, T0 - GRACE_MS - 1 - TTL_MS)
 
 
 def live_holder(engine_id: str = "b", epoch: int = 1) -> Holder:
@@ -303,20 +301,12 @@ def test_a_cursor_moved_in_this_engines_future_paces_it_until_its_clock_passes_t
     assert behind.list_candidates() == ["w-04", "w-05", "w-06", "w-07"]
 
 
-def _stranded(arrange, workflows, count: int) -> list[str]:
-    ids = [f"s-{i:02d}" for i in range(count)]
-    for workflow_id in ids:
-        arrange.put_row(workflow_id, epoch=1, holder=LAPSED)
-    workflows.put_many(ids, indexed=True)
-    return ids
-
-
 def test_a_pass_attempts_a_window_of_many_shared_candidates_from_a_random_place(
     registry, arrange, workflows, reclaim_target
 ):
     """Ten stranded (by engine b), a limit of four: four in key order from the place the
     engine's random source draws, wrapping round; the other six are deferred, not dropped."""
-    ids = _stranded(arrange, workflows, 10)
+    ids = strand(arrange, workflows, 10)
     windows = {}
     for name, seed in (("c", 5), ("d", 7)):
         target = reclaim_target(registry(name), shared_candidate_limit=4, rng=random.Random(seed))
@@ -331,7 +321,7 @@ def test_a_pass_attempts_a_window_of_many_shared_candidates_from_a_random_place(
 def test_what_fits_the_window_comes_whole_and_in_source_order(
     registry, arrange, workflows, reclaim_target
 ):
-    ids = _stranded(arrange, workflows, 4)
+    ids = strand(arrange, workflows, 4)
     target = reclaim_target(registry("a"), shared_candidate_limit=4, rng=random.Random(5))
 
     assert target.list_candidates() == ids
@@ -340,7 +330,7 @@ def test_what_fits_the_window_comes_whole_and_in_source_order(
 
 def test_the_scan_page_is_never_deferred(registry, arrange, workflows, reclaim_target):
     """Only this engine read the page, and the cursor has moved on: all of it is attempted."""
-    _stranded(arrange, workflows, 10)
+    strand(arrange, workflows, 10)
     workflows.put_many(["u-1", "u-2", "u-3"], indexed=False)
     target = reclaim_target(registry("a"), shared_candidate_limit=2, rng=random.Random(5))
 
@@ -356,7 +346,7 @@ def test_candidates_only_this_engine_can_settle_are_never_deferred(
     registry, arrange, workflows, reclaim_target, clock
 ):
     """A row naming this engine that it does not hold joins whatever window was drawn."""
-    _stranded(arrange, workflows, 10)
+    strand(arrange, workflows, 10)
     workflows.put("mine")
     arrange.put_row("mine", epoch=7, holder=Holder("a", 7, EXPIRY, T0))
     target = reclaim_target(registry("a"), shared_candidate_limit=2, rng=random.Random(5))

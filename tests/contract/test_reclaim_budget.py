@@ -12,19 +12,10 @@ import pytest
 from claims.protocol import Holder
 from claims.protocol.passes import run_reclaim_pass
 
-from .stores import GRACE_MS, START_MS, TTL_MS, CountingStore, InterposedStore
+from .stores import START_MS, TTL_MS, CountingStore, InterposedStore, strand
 
 T0 = START_MS
-LAPSED = Holder("b", 1, T0 - GRACE_MS - 1, T0 - GRACE_MS - 1 - TTL_MS)
 DRIVE_MS = 4  # what each drive costs on the fake clock
-
-
-def _stranded(arrange, workflows, count: int) -> list[str]:
-    ids = [f"s-{i:02d}" for i in range(count)]
-    for workflow_id in ids:
-        arrange.put_row(workflow_id, epoch=1, holder=LAPSED)
-    workflows.put_many(ids, indexed=True)
-    return ids
 
 
 def _slow_drive(clock, driven: list[str]):
@@ -40,7 +31,7 @@ def test_the_shared_window_stops_at_the_budget_and_the_next_pass_goes_on(
 ):
     """Ten stranded, chunks of three, a budget of 10 ms, 4 ms a drive: one chunk per pass
     (12 ms spent after it), the other seven deferred, not dropped; four passes take all."""
-    stranded = _stranded(arrange, workflows, 10)
+    stranded = strand(arrange, workflows, 10)
     driven: list[str] = []
     a = registry("a")
     target = reclaim_target(
@@ -61,7 +52,7 @@ def test_the_shared_window_stops_at_the_budget_and_the_next_pass_goes_on(
 def test_within_the_budget_a_pass_takes_every_chunk(
     registry, arrange, workflows, reclaim_target, clock
 ):
-    stranded = _stranded(arrange, workflows, 10)
+    stranded = strand(arrange, workflows, 10)
     driven: list[str] = []
     target = reclaim_target(
         registry("a"), on_reclaimed=_slow_drive(clock, driven), chunk_size=3, pass_budget_ms=41
@@ -80,7 +71,7 @@ def test_the_scan_page_is_attempted_whatever_the_budget_and_no_window_chunk_foll
     are taken (the cursor has moved on, no other engine will read them this round), none
     mixed with the window in the page's last chunk; of the window's three, its one
     unconditional chunk of two is taken and the third waits."""
-    stranded = _stranded(arrange, workflows, 3)
+    stranded = strand(arrange, workflows, 3)
     scanned = [f"u-{i}" for i in range(5)]
     workflows.put_many(scanned, indexed=False)
     driven: list[str] = []
@@ -102,7 +93,7 @@ def test_a_budget_of_zero_still_settles_what_only_this_engine_can(
 ):
     """A row naming this engine that it does not hold is adopted even when no time is left;
     of the window, only the one chunk every pass takes."""
-    stranded = _stranded(arrange, workflows, 4)
+    stranded = strand(arrange, workflows, 4)
     workflows.put("mine")
     arrange.put_row("mine", epoch=7, holder=Holder("a", 7, T0 + TTL_MS, T0))
     a = registry("a")
@@ -139,7 +130,7 @@ def test_the_attempts_run_inside_the_callers_context_and_only_when_there_are_som
     run_reclaim_pass(target, attempting=attempting)
     assert entered == []
 
-    _stranded(arrange, workflows, 2)
+    strand(arrange, workflows, 2)
     run_reclaim_pass(target, attempting=attempting)
     assert entered == ["in", "out"]
     assert inside == [True, True]
@@ -151,7 +142,7 @@ def test_a_catch_up_pass_attempts_what_the_last_pass_left_without_a_discovery(
     """Ten stranded, one chunk of three per budget: the pass carries seven; a catch-up
     pass reads no source (no stale-holder read, no scan) and takes the next three; a full
     pass discovers again and drops what was carried."""
-    stranded = _stranded(arrange, workflows, 10)
+    stranded = strand(arrange, workflows, 10)
     counted = CountingStore(store)
     driven: list[str] = []
     a = registry("a", on=counted)
@@ -180,7 +171,7 @@ def test_a_catch_up_pass_attempts_what_the_last_pass_left_without_a_discovery(
 def test_a_catch_up_pass_skips_what_this_engine_took_meanwhile(
     registry, arrange, workflows, reclaim_target, clock
 ):
-    stranded = _stranded(arrange, workflows, 4)
+    stranded = strand(arrange, workflows, 4)
     a = registry("a")
     target = reclaim_target(a, on_reclaimed=_slow_drive(clock, []), chunk_size=1, pass_budget_ms=1)
     run_reclaim_pass(target)  # takes the first, carries three
@@ -207,7 +198,7 @@ def test_the_budget_counts_the_discovery_too_but_one_chunk_is_always_taken(
     """A discovery that took the whole budget: the pass still takes the first chunk of the
     window (a discovery slower than the budget must not leave every pass taking nothing),
     and leaves the rest for a catch-up pass."""
-    stranded = _stranded(arrange, workflows, 3)
+    stranded = strand(arrange, workflows, 3)
     slow = InterposedStore(store, "list_stale_holders", lambda: clock.advance(20))
     a = registry("a", on=slow)
     target = reclaim_target(a, on=slow, chunk_size=2, pass_budget_ms=10)
