@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -118,3 +119,33 @@ def recorded_steps(workflow_id: str) -> dict[str, tuple[int, str]]:
     """The checkpointed steps: name -> (epoch, engine) they were recorded under."""
     steps = workflow_row(workflow_id).state.get("steps", {})
     return {name: (record["epoch"], record["engine_id"]) for name, record in steps.items()}
+
+
+@contextmanager
+def registered_local_engine(engine_id: str, clock: FakeClock) -> Iterator[Any]:
+    """A LocalEngine whose passes the test runs itself (no threads started), its Engine row
+    active, on the test's clock with no offset; its pools shut down after."""
+    from claims.engine.local import LocalEngine
+    from claims.models import Engine, EngineStatus
+    from claims.protocol import OffsetClock
+
+    Engine.objects.create(
+        engine_id=engine_id,
+        hostname="h",
+        pid=1,
+        queue=f"engine.{engine_id}",
+        started_at_ms=START_MS,
+        heartbeat_at_ms=START_MS,
+        status=EngineStatus.ACTIVE,
+    )
+    engine = LocalEngine(
+        engine_id=engine_id,
+        queue=f"engine.{engine_id}",
+        timing=ClaimTiming(ttl_ms=TTL_MS, renew_interval_ms=RENEW_INTERVAL_MS),
+        clock=OffsetClock(0, monotonic=clock),
+    )
+    try:
+        yield engine
+    finally:
+        engine._drives.shutdown()
+        engine._reclaim_pool.shutdown(wait=True)

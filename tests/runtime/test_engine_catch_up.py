@@ -10,10 +10,9 @@ from typing import Any
 import pytest
 
 from claims.engine.local import LocalEngine
-from claims.models import Engine, EngineStatus, WorkflowClaim
-from claims.protocol import ClaimTiming, OffsetClock
+from claims.models import WorkflowClaim
 
-from .conftest import RENEW_INTERVAL_MS, START_MS, TTL_MS
+from .conftest import START_MS, TTL_MS, registered_local_engine
 
 pytestmark = pytest.mark.django_db
 
@@ -22,38 +21,22 @@ GRANT_MS = 5  # what each set-based grant costs on the test's clock
 
 @pytest.fixture
 def local(clock: Any, monkeypatch: pytest.MonkeyPatch) -> Iterator[LocalEngine]:
-    Engine.objects.create(
-        engine_id="e-catch",
-        hostname="h",
-        pid=1,
-        queue="engine.e-catch",
-        started_at_ms=START_MS,
-        heartbeat_at_ms=START_MS,
-        status=EngineStatus.ACTIVE,
-    )
-    engine = LocalEngine(
-        engine_id="e-catch",
-        queue="engine.e-catch",
-        timing=ClaimTiming(ttl_ms=TTL_MS, renew_interval_ms=RENEW_INTERVAL_MS),
-        clock=OffsetClock(0, monotonic=clock),  # the test's FakeClock, no offset
-    )
-    grant_many = engine.store.grant_many
-    insert_many = engine.store.insert_many
+    with registered_local_engine("e-catch", clock) as engine:
+        grant_many = engine.store.grant_many
+        insert_many = engine.store.insert_many
 
-    def slow(write: Any) -> Any:
-        def timed(plans: Any) -> Any:
-            clock.advance(GRANT_MS)
-            return write(plans)
+        def slow(write: Any) -> Any:
+            def timed(plans: Any) -> Any:
+                clock.advance(GRANT_MS)
+                return write(plans)
 
-        return timed
+            return timed
 
-    monkeypatch.setattr(engine.store, "grant_many", slow(grant_many))
-    monkeypatch.setattr(engine.store, "insert_many", slow(insert_many))
-    engine.target.chunk_size = 2
-    engine.target.pass_budget_ms = 1
-    yield engine
-    engine._drives.shutdown()
-    engine._reclaim_pool.shutdown(wait=True)
+        monkeypatch.setattr(engine.store, "grant_many", slow(grant_many))
+        monkeypatch.setattr(engine.store, "insert_many", slow(insert_many))
+        engine.target.chunk_size = 2
+        engine.target.pass_budget_ms = 1
+        yield engine
 
 
 def stranded(start: Any, count: int) -> list[str]:

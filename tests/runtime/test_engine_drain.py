@@ -11,13 +11,17 @@ from unittest import mock
 import pytest
 
 from claims.engine.local import LocalEngine
-from claims.models import Engine, EngineStatus, WorkflowClaim
-from claims.protocol import ClaimTiming, OffsetClock
+from claims.models import Engine, WorkflowClaim
 from claims.services.drain import engine_drain, engine_undrain
 from claims.tasks import drain as drain_task
 from claims.tasks import undrain as undrain_task
 
-from .conftest import RENEW_INTERVAL_MS, START_MS, TTL_MS, ledger, recorded_steps
+from .conftest import (
+    START_MS,
+    ledger,
+    recorded_steps,
+    registered_local_engine,
+)
 from .workflows import during_step
 
 pytestmark = pytest.mark.django_db
@@ -25,24 +29,8 @@ pytestmark = pytest.mark.django_db
 
 @pytest.fixture
 def local(clock: Any) -> Iterator[LocalEngine]:
-    Engine.objects.create(
-        engine_id="e-drain",
-        hostname="h",
-        pid=1,
-        queue="engine.e-drain",
-        started_at_ms=START_MS,
-        heartbeat_at_ms=START_MS,
-        status=EngineStatus.ACTIVE,
-    )
-    engine = LocalEngine(
-        engine_id="e-drain",
-        queue="engine.e-drain",
-        timing=ClaimTiming(ttl_ms=TTL_MS, renew_interval_ms=RENEW_INTERVAL_MS),
-        clock=OffsetClock(0, monotonic=clock),  # the test's FakeClock, no offset
-    )
-    yield engine
-    engine._drives.shutdown()
-    engine._reclaim_pool.shutdown(wait=True)
+    with registered_local_engine("e-drain", clock) as engine:
+        yield engine
 
 
 @pytest.fixture
