@@ -116,17 +116,20 @@ def _use_legacy_reads() -> None:
 
     from claims.models import Workflow, WorkflowClaim, WorkflowStatus, WorkflowVisibility
     from claims.models.claims import HOLDER_INVALID, HOLDER_PRESENT
+    from claims.protocol.records import StaleHolders
     from claims.runtime.driver import WorkflowDriver
     from claims.store import OrmClaimStore
 
-    def list_stale_holders(self: Any, *, expired_before_ms: int) -> list[str]:
+    def find_stale_holders(
+        self: Any, *, expired_before_ms: int, sweep_above: int | None
+    ) -> StaleHolders:
         stale = set(
             WorkflowClaim.objects.filter(HOLDER_PRESENT)
             .filter(Q(holder_expires_at_ms__lt=expired_before_ms) | HOLDER_INVALID)
             .values_list("workflow_id", flat=True)
         )
-        stale.update(self._stale_session_holders(expired_before_ms))
-        return sorted(stale)
+        stale.update(self._stale_session_holders(expired_before_ms, None)[0])
+        return StaleHolders(sorted(stale), {})
 
     def list_unheld_running_indexed(self: Any) -> list[str]:
         holder = WorkflowClaim.objects.filter(HOLDER_PRESENT, workflow_id=OuterRef("workflow_id"))
@@ -159,7 +162,7 @@ def _use_legacy_reads() -> None:
 
     reclaim_cursor.scan_is_paced = lambda moved_at_ms, now_ms, paced_ms: False  # type: ignore[attr-defined]
     discovery.FULL_AUDIT_EVERY = 1
-    OrmClaimStore.list_stale_holders = list_stale_holders  # type: ignore[method-assign]
+    OrmClaimStore.find_stale_holders = find_stale_holders  # type: ignore[method-assign,assignment]
     OrmClaimStore.list_unheld_running_indexed = list_unheld_running_indexed  # type: ignore[method-assign]
     WorkflowDriver.due_now = due_now  # type: ignore[method-assign]
 

@@ -67,7 +67,10 @@ def _kill_dead_engines(at_ms: int) -> None:
 
 
 def _still_stranded() -> int:
-    return WorkflowClaim.objects.filter(holder_engine_id__startswith="bench-dead-").count()
+    # By name, along the holder index: a prefix match scans the million rows every poll,
+    # and took a sixth of a core from the engines it watches.
+    dead = [f"bench-dead-{n}" for n in range(DEAD)]
+    return WorkflowClaim.objects.filter(holder_engine_id__in=dead).count()
 
 
 def _measure() -> dict[str, Any]:

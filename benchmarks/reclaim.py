@@ -24,7 +24,7 @@ from claims.models import (
 from claims.protocol import ClaimMetrics, ClaimRegistry, ClaimTiming, run_reclaim_pass
 from claims.protocol.passes import RECLAIM_POOL_SIZE
 from claims.protocol.reclaim import CURSOR_NAME, ReclaimTarget
-from claims.protocol.records import ScanPage
+from claims.protocol.records import ScanPage, StaleHolders
 from claims.protocol.testing import FakeClock
 from claims.store import OrmClaimStore
 
@@ -59,10 +59,14 @@ class SourceTimedStore(OrmClaimStore):
     def _note(self, source: str, started: float) -> None:
         self.source_ms[source].append((time.perf_counter() - started) * 1_000)
 
-    def list_stale_holders(self, *, expired_before_ms: int) -> list[str]:
+    def find_stale_holders(
+        self, *, expired_before_ms: int, sweep_above: int | None = None
+    ) -> StaleHolders:
         started = time.perf_counter()
         try:
-            return super().list_stale_holders(expired_before_ms=expired_before_ms)
+            return super().find_stale_holders(
+                expired_before_ms=expired_before_ms, sweep_above=sweep_above
+            )
         finally:
             self._note("stale", started)
 

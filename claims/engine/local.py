@@ -47,7 +47,7 @@ from claims.protocol.session_lease import EngineSessionLease
 from claims.runtime.driver import WorkflowDriver
 from claims.services import engines
 from claims.store import OrmClaimStore
-from claims.workflow_types import is_type_registered
+from claims.workflow_types import is_type_registered, registered_types
 
 logger = logging.getLogger("weftboard.claims")
 
@@ -101,6 +101,7 @@ class LocalEngine:
             metrics=self.metrics,
             on_reclaimed=self.submit_drive,
             is_type_registered=is_type_registered,
+            registered_types=registered_types,
             # Beat ticks every engine at once: half an interval lets one engine read the
             # fleet's page per tick, and a lone engine still reads one every pass.
             scan_paced_ms=timing.renew_interval_ms // 2,

@@ -13,6 +13,7 @@ import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from .records import SessionPair
 from .registry import ClaimRegistry
 from .store import ClaimStore
 
@@ -57,6 +58,9 @@ class Discovery:
     scanned: int = 0
     wrapped: bool = False
     candidates: list[str] = field(default_factory=list)
+    # Dead sessions whose claims are taken over by the session, a chunk a statement, with
+    # how many claims each named (counted in ``stale_holders``; none is in ``candidates``).
+    swept: dict[SessionPair, int] = field(default_factory=dict)
 
 
 class CandidateFinder:
@@ -73,9 +77,11 @@ class CandidateFinder:
         scan_paced_ms: int = 0,
         shared_limit: int = SHARED_CANDIDATE_LIMIT,
         rng: random.Random | None = None,
+        sweep_above: int | None = None,
     ) -> None:
         self.registry = registry
         self.store = store
+        self._sweep_above = sweep_above
         self._shared_limit = shared_limit
         self._rng = rng if rng is not None else random.Random()
         self._scan_limit = scan_limit
@@ -95,7 +101,13 @@ class CandidateFinder:
         held = set(registry.held_workflow_ids())
         now = registry.clock()
         # The same rule takeover applies, so a pass costs O(stale), not O(all claims).
-        stale = store.list_stale_holders(expired_before_ms=now - registry.timing.grace_ms)
+        # Under a session of its own, an engine takes a dead session naming more than a
+        # chunk of claims by the session (``Discovery.swept``), and never lists them.
+        found = store.find_stale_holders(
+            expired_before_ms=now - registry.timing.grace_ms,
+            sweep_above=self._sweep_above if registry.session is not None else None,
+        )
+        stale = found.workflow_ids
         unheld = store.list_unheld_running_indexed()
         page = store.scan_unheld_running(
             cursor_name=CURSOR_NAME,
@@ -124,7 +136,7 @@ class CandidateFinder:
         for workflow_id in window:
             candidates.setdefault(workflow_id)
         return Discovery(
-            stale_holders=len(stale),
+            stale_holders=found.count,
             unheld_indexed=len(unheld),
             authoritative_scan=len(page.candidates),
             pending_redrives=len(pending),
@@ -134,6 +146,7 @@ class CandidateFinder:
             scanned=page.scanned,
             wrapped=page.wrapped,
             candidates=list(candidates),
+            swept=dict(found.swept),
         )
 
     def _window(self, shared: list[str]) -> list[str]:
@@ -146,11 +159,14 @@ class CandidateFinder:
         return window + shared[: self._shared_limit - len(window)]
 
     def _audit(self, now_ms: int) -> list[str]:
-        """Every audit interval: the ids whose row names this engine and was granted since
-        the last look (less a TTL: a grant commits after the time it names, and writers'
-        clocks differ), a read as long as this engine's recent grants; the first look and
-        every FULL_AUDIT_EVERY-th read every row naming this engine, whenever granted."""
-        if self._next_audit_ms is not None and now_ms < self._next_audit_ms:
+        """Every audit interval, and at once after a takeover by session whose answer was
+        lost (``ClaimRegistry.audit_due``): the ids whose row names this engine and was
+        granted since the last look (less a TTL: a grant commits after the time it names,
+        and writers' clocks differ), a read as long as this engine's recent grants; the
+        first look and every FULL_AUDIT_EVERY-th read every row naming this engine,
+        whenever granted."""
+        due_now, self.registry.audit_due = self.registry.audit_due, False
+        if not due_now and self._next_audit_ms is not None and now_ms < self._next_audit_ms:
             return []
         self._next_audit_ms = now_ms + self._audit_interval_ms
         since, self._last_audit_ms = self._last_audit_ms, now_ms

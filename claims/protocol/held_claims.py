@@ -66,6 +66,9 @@ class HeldClaims:
         # or renewed it, plus the TTL. Past it the claim may have lapsed unseen.
         self._deadline_ms: dict[str, int] = {}
         self._doubts = Doubts()
+        # A set-based takeover by session whose answer was lost: the ids it may have
+        # granted are unknown, so discovery audits the rows naming this engine at once.
+        self.audit_due = False
 
     # -- local reads ---------------------------------------------------------
 
@@ -95,6 +98,13 @@ class HeldClaims:
         with self._lock:
             lost_at = self._cooldown_from_ms.get(workflow_id)
         return lost_at is not None and lost_at <= now_ms < lost_at + self.timing.renew_interval_ms
+
+    def cooling_down(self, now_ms: int) -> list[str]:
+        """The ids ``in_cooldown`` now."""
+        with self._lock:
+            lost = list(self._cooldown_from_ms.items())
+        interval = self.timing.renew_interval_ms
+        return [wf for wf, lost_at in lost if lost_at <= now_ms < lost_at + interval]
 
     # -- the cache -------------------------------------------------------------
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field, replace
@@ -12,6 +12,7 @@ from typing import Literal, Protocol
 from .liveness import RenewPassResult
 from .metrics import ClaimMetrics
 from .reclaim import ReclaimTarget
+from .records import SessionPair
 from .registry import ClaimRegistry
 
 logger = logging.getLogger("weftboard.claims")
@@ -59,7 +60,10 @@ def run_reclaim_pass(
     runs no discovery: it attempts what the last pass left (``ReclaimTarget.carry``).
     """
     if catch_up:
-        return _attempt_all(target, target.take_carried(), 0, executor, attempting)
+        carried = target.take_carried()
+        return _attempt_all(
+            target, carried, 0, target.take_carried_sessions(), executor, attempting
+        )
     began_ms = target.registry.monotonic_ms()
     try:
         # Under a session the renew pass no longer shows which claims others moved.
@@ -72,10 +76,12 @@ def run_reclaim_pass(
         logger.exception("reclaim candidate discovery failed")
         return ReclaimPassResult("discovery-failed")
     discovery_ms = target.registry.monotonic_ms() - began_ms
+    discovery = target.last_discovery
     result = _attempt_all(
         target,
         candidates,
-        target.last_discovery.must_attempt,
+        discovery.must_attempt,
+        discovery.swept,
         executor,
         attempting,
         started_ms=began_ms,
@@ -87,6 +93,7 @@ def _attempt_all(
     target: ReclaimTarget,
     candidates: list[str],
     must_attempt: int,
+    sessions: dict[SessionPair, int],
     executor: Mapper | None,
     attempting: Callable[[], AbstractContextManager[object]],
     *,
@@ -94,31 +101,78 @@ def _attempt_all(
 ) -> ReclaimPassResult:
     """The candidates a chunk at a time until the budget, counted from ``started_ms`` (the
     pass's start, its discovery included), is spent; what is left is carried to a
-    catch-up pass. The first ``must_attempt`` are attempted whatever the budget, and so is
-    the first chunk of the rest: a discovery slower than the budget (a loaded machine, a
-    mass failure's long reads) must not leave every pass taking nothing."""
+    catch-up pass. The first ``must_attempt`` come first, whatever the budget; then the
+    dead ``sessions``, swept a chunk a statement; then the shared window. The first chunk
+    after the must-attempt ones is taken whatever the budget: a discovery slower than the
+    budget (a loaded machine, a mass failure's long reads) must not leave every pass
+    taking nothing."""
     if started_ms is None:
         started_ms = target.registry.monotonic_ms()
-    outcomes: list[tuple[str, str]] = []
-    deferred = 0
-    with attempting() if candidates else nullcontext():
-        for start, chunk in _chunks(candidates, must_attempt, target.chunk_size):
-            spent_ms = target.registry.monotonic_ms() - started_ms
-            if start > must_attempt and spent_ms >= target.pass_budget_ms:
-                deferred = len(candidates) - start
+    pass_ = _PassProgress(target, started_ms)
+    with attempting() if candidates or sessions else nullcontext():
+        for start in range(0, must_attempt, target.chunk_size):
+            chunk = candidates[start : min(start + target.chunk_size, must_attempt)]
+            pass_.outcomes += _attempt_chunk(target, chunk, executor)
+        left = _sweep_all(target, sessions, pass_)
+        deferred = 0
+        window = candidates[must_attempt:]
+        for start in range(0, len(window), target.chunk_size):
+            if not pass_.may_start_chunk():
+                deferred = len(window) - start
                 break
-            outcomes += _attempt_chunk(target, chunk, executor)
-    target.carry(candidates[len(candidates) - deferred :] if deferred else [])
-    reclaimed = sum(status == "reclaimed" for _, status in outcomes)
-    return ReclaimPassResult("completed", outcomes, reclaimed, deferred)
+            chunk = window[start : start + target.chunk_size]
+            pass_.outcomes += _attempt_chunk(target, chunk, executor)
+    target.carry(window[len(window) - deferred :] if deferred else [], left)
+    reclaimed = sum(status == "reclaimed" for _, status in pass_.outcomes)
+    deferred += sum(left.values())
+    return ReclaimPassResult("completed", pass_.outcomes, reclaimed, deferred)
 
 
-def _chunks(candidates: list[str], must_attempt: int, size: int) -> Iterator[tuple[int, list[str]]]:
-    """(start, chunk) of at most ``size``; the first ``must_attempt`` are chunked apart, so
-    no chunk mixes candidates the budget may defer with those it may not."""
-    for first, end in ((0, must_attempt), (must_attempt, len(candidates))):
-        for start in range(first, end, size):
-            yield start, candidates[start : min(start + size, end)]
+class _PassProgress:
+    """A pass's outcomes so far, and whether its budget lets one more chunk start."""
+
+    def __init__(self, target: ReclaimTarget, started_ms: int) -> None:
+        self.target = target
+        self.started_ms = started_ms
+        self.outcomes: list[tuple[str, str]] = []
+        self._chunks_started = 0
+
+    def may_start_chunk(self) -> bool:
+        target = self.target
+        spent_ms = target.registry.monotonic_ms() - self.started_ms
+        if self._chunks_started and spent_ms >= target.pass_budget_ms:
+            return False
+        self._chunks_started += 1
+        return True
+
+
+def _sweep_all(
+    target: ReclaimTarget, sessions: dict[SessionPair, int], pass_: _PassProgress
+) -> dict[SessionPair, int]:
+    """Each dead session a chunk a statement, until the session has no more for this
+    engine or the budget is spent; returns the sessions left, with what each still names
+    as far as this pass knows (its count less what was taken)."""
+    left = dict(sessions)
+    for pair in sessions:
+        while True:
+            if not pass_.may_start_chunk():
+                return left
+            try:
+                settled, more = target.sweep_session(pair, target.chunk_size)
+            except Exception:
+                logger.exception("takeover of the claims of session %s failed", pair)
+                settled, more = {}, False
+            for workflow_id, status in settled.items():
+                if isinstance(status, Exception):
+                    logger.error("drive of workflow %s failed", workflow_id, exc_info=status)
+                pass_.outcomes.append(
+                    (workflow_id, "error" if isinstance(status, Exception) else status)
+                )
+            left[pair] = max(0, left[pair] - len(settled))
+            if not more:
+                del left[pair]
+                break
+    return left
 
 
 def _attempt_chunk(

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 
 from .constants import AUTHORITATIVE_SCAN_LIMIT, RECLAIM_CHUNK, TAKEOVER_MAX_ATTEMPTS
 from .decisions import after_takeover
@@ -19,6 +19,7 @@ from .discovery import CURSOR_NAME, SHARED_CANDIDATE_LIMIT, CandidateFinder, Dis
 from .log_events import log_takeover
 from .metrics import ClaimMetrics
 from .reclaim_batch import AttemptStatus, SetBasedReclaim
+from .records import SessionPair
 from .redrives import PendingRedrives
 from .registry import ClaimRegistry
 from .store import ClaimStore
@@ -39,6 +40,7 @@ class ReclaimTarget(SetBasedReclaim):
         metrics: ClaimMetrics | None = None,
         on_reclaimed: Callable[[str], object] | None = None,
         is_type_registered: Callable[[str], bool] | None = None,
+        registered_types: Callable[[], Collection[str]] | None = None,
         scan_limit: int = AUTHORITATIVE_SCAN_LIMIT,
         scan_paced_ms: int = 0,
         audit_interval_ms: int | None = None,
@@ -54,6 +56,7 @@ class ReclaimTarget(SetBasedReclaim):
         self.metrics = metrics
         self._on_reclaimed = on_reclaimed
         self._is_type_registered = is_type_registered
+        self._registered_types = registered_types
         self._redrives = PendingRedrives(store, engine_id=registry.engine_id, clock=registry.clock)
         self._disposing = False
         # A pass attempts its candidates a chunk at a time and starts no new chunk of the
@@ -67,6 +70,11 @@ class ReclaimTarget(SetBasedReclaim):
         )
         self.last_discovery = Discovery()
         self._carried: list[str] = []
+        self._carried_sessions: dict[SessionPair, int] = {}
+        # A dead session naming more than a chunk is taken over by the session, a chunk a
+        # statement (``sweep_session``); its types filtered in the statement, so only
+        # when the engine can name the types it runs.
+        sweeps = is_type_registered is None or registered_types is not None
         self._finder = CandidateFinder(
             registry,
             store,
@@ -74,6 +82,7 @@ class ReclaimTarget(SetBasedReclaim):
             scan_paced_ms=scan_paced_ms,
             shared_limit=shared_candidate_limit,
             rng=rng,
+            sweep_above=chunk_size if sweeps else None,
             audit_interval_ms=(
                 registry.timing.ttl_ms // 3 if audit_interval_ms is None else audit_interval_ms
             ),
@@ -91,7 +100,7 @@ class ReclaimTarget(SetBasedReclaim):
 
     def list_candidates(self) -> list[str]:
         """Discovery: every source, the shared ones in a window (``Discovery``)."""
-        self._carried = []
+        self._carried, self._carried_sessions = [], {}
         if self._disposing:
             return []
         self.last_discovery = self._finder.find(self._redrives.snapshot)
@@ -101,11 +110,18 @@ class ReclaimTarget(SetBasedReclaim):
 
     @property
     def carried(self) -> int:
-        """Candidates the last pass found but left when its budget ran out."""
-        return len(self._carried)
+        """Candidates the last pass found but left when its budget ran out (a session's
+        claims counted as its discovery did, less those taken since)."""
+        return len(self._carried) + sum(self._carried_sessions.values())
 
-    def carry(self, leftover: list[str]) -> None:
+    def carry(self, leftover: list[str], sessions: dict[SessionPair, int] | None = None) -> None:
         self._carried = list(leftover)
+        self._carried_sessions = dict(sessions or {})
+
+    def take_carried_sessions(self) -> dict[SessionPair, int]:
+        """The dead sessions the last pass had no time to sweep to the end."""
+        carried, self._carried_sessions = self._carried_sessions, {}
+        return {} if self._disposing else carried
 
     def take_carried(self) -> list[str]:
         """The candidates the last pass left, less those held here now, for a catch-up

@@ -8,12 +8,13 @@ judgement on both paths (``decisions.after_takeover``).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from typing import Literal
 
 from .decisions import after_takeover
 from .log_events import log_takeovers
 from .metrics import ClaimMetrics
+from .records import SessionPair
 from .redrives import PendingRedrives
 from .registry import ClaimRegistry
 from .store import ClaimStore
@@ -30,6 +31,7 @@ class SetBasedReclaim:
     metrics: ClaimMetrics | None
     _on_reclaimed: Callable[[str], object] | None
     _is_type_registered: Callable[[str], bool] | None
+    _registered_types: Callable[[], Collection[str]] | None
     _redrives: PendingRedrives
     _disposing: bool
 
@@ -149,6 +151,43 @@ class SetBasedReclaim:
             except Exception as exc:
                 self._redrives.keep(wf, epoch, exc)
                 settled[wf] = exc
+
+    # -- by the session ---------------------------------------------------------------
+
+    def sweep_session(self, pair: SessionPair, limit: int) -> tuple[Settled, bool]:
+        """Take over up to ``limit`` claims of the dead session ``pair`` in one statement
+        (``ClaimRegistry.take_over_session``) and drive those of running workflows; the
+        others are handed straight back. Returns what it settled, and whether the session
+        may name more for this engine (the statement took as many as it could)."""
+        if self._disposing:
+            return {}, False
+        types = None if self._registered_types is None else sorted(self._registered_types())
+        skip = [*self.pending_redrives, *self.registry.cooling_down(self.registry.clock())]
+        taken = self.registry.take_over_session(pair, limit=limit, workflow_types=types, skip=skip)
+        settled: Settled = {}
+        granted: dict[str, int] = {}
+        statuses: dict[str, str] = {}
+        for wf, (result, status) in taken.items():
+            if result.status == "acquired" and result.epoch is not None:
+                self._record("takeover")
+                granted[wf], statuses[wf] = result.epoch, status
+            else:
+                # Granted under a session this engine lost meanwhile: not its to drive.
+                self._record("lost_race")
+                settled[wf] = "lost-race"
+        log_takeovers(granted, self.registry.engine_id)
+        for wf, epoch in granted.items():
+            try:
+                if self._disposing or statuses[wf] != "running":
+                    if self.registry.current_epoch(wf) == epoch:
+                        self.registry.release(wf, expected_epoch=epoch)
+                    settled[wf] = "not-eligible"
+                    continue
+                settled[wf] = self._drive(wf, epoch)
+            except Exception as exc:
+                self._redrives.keep(wf, epoch, exc)
+                settled[wf] = exc
+        return settled, len(taken) >= limit
 
     # -- shared by both paths -------------------------------------------------------
 

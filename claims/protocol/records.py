@@ -156,3 +156,34 @@ class GrantPlan:
     expected_holder: Holder | None
     holder: Holder
     event: ClaimEventRecord | None
+
+
+# A session as the claims name it: (engine id, session epoch).
+SessionPair = tuple[str, int]
+
+
+@dataclass(frozen=True, slots=True)
+class StaleHolders:
+    """Discovery's first source. ``workflow_ids`` are taken over id by id; a dead session
+    naming more claims than the caller's bound is in ``swept`` with how many it names,
+    and its claims are taken over by the session, a chunk a statement
+    (``ClaimStore.take_over_session_claims``), never listed."""
+
+    workflow_ids: list[str]
+    swept: dict[SessionPair, int]
+
+    @property
+    def count(self) -> int:
+        return len(self.workflow_ids) + sum(self.swept.values())
+
+
+@dataclass(frozen=True, slots=True)
+class SessionTakeover:
+    """A set-based takeover of a dead session's claims: who takes them, and at what time.
+
+    Each row moves to its next epoch, names ``engine_id`` and its open session
+    ``session_epoch``, claimed at ``now_ms``, with a ``takeover`` event at that time."""
+
+    engine_id: str
+    session_epoch: int
+    now_ms: int

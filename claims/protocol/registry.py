@@ -12,11 +12,11 @@ the registry is built with (``liveness.py``, docs/design.md §3).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import TypeVar
 
-from .decisions import Decide, decide_acquire, decide_takeover
+from .decisions import Decide, decide_acquire, decide_takeover, new_holder
 from .doubts import Doubt
 from .errors import EngineDeposedError
 from .held_claims import HeldClaims
@@ -24,9 +24,10 @@ from .liveness import Liveness, SessionRenewal
 from .metrics import ClaimMetrics
 from .offset_clock import Clock
 from .per_claim_leases import PerClaimLeases
-from .records import ClaimResult, ClaimRow, ClaimStatus, GrantPlan
+from .records import ClaimResult, ClaimRow, ClaimStatus, GrantPlan, SessionPair, SessionTakeover
 from .renewal import RENEW_CHUNK
 from .session_lease import EngineSessionLease
+from .session_takeover import session_closed_for_sweep
 from .store import ClaimStore
 from .timing import ClaimTiming
 from .transitions import carry_out_grant
@@ -145,6 +146,47 @@ class ClaimRegistry(HeldClaims):
                 plans.append(decided)
         granted = self._grant_planned(self.store.grant_many, plans, sent)
         results.update(self._results_of(plans, granted, sent))
+        return results
+
+    def take_over_session(
+        self,
+        pair: SessionPair,
+        *,
+        limit: int,
+        workflow_types: Sequence[str] | None,
+        skip: Sequence[str] = (),
+    ) -> dict[str, tuple[ClaimResult, str]]:
+        """Take over up to ``limit`` claims naming the dead session ``pair`` in one
+        statement, without reading them first (``ClaimStore.take_over_session_claims``):
+        per id taken, the grant as ``takeover`` answers it, and the workflow's status.
+
+        Only under a session of this engine's own (the engine-lease mode), and only once
+        the dead session is closed: this closes it if it is expired by the rule, and takes
+        nothing if it was renewed. A statement that raised may have committed: the ids
+        are unknown, so the next audit of the rows naming this engine is due at once
+        (``audit_due``), and takes back what landed.
+        """
+        session_epoch = self.liveness.session_epoch()
+        if session_epoch is None or limit < 1:
+            return {}
+        now, sent = self.clock(), self._monotonic()
+        if not session_closed_for_sweep(self, pair, now):
+            return {}
+        takeover = SessionTakeover(self.engine_id, session_epoch, now)
+        try:
+            taken = self.store.take_over_session_claims(
+                pair, takeover, limit=limit, workflow_types=workflow_types, skip=skip
+            )
+        except Exception:
+            self.audit_due = True
+            raise
+        results: dict[str, tuple[ClaimResult, str]] = {}
+        for workflow_id, (epoch, status) in taken.items():
+            holder = new_holder(
+                self.engine_id, epoch, now, ttl_ms=self.timing.ttl_ms, session_epoch=session_epoch
+            )
+            granted = self._granted(workflow_id, holder, sent_monotonic_ms=sent)
+            results[workflow_id] = (granted, status)
         return results
 
     def acquire_many(self, workflow_ids: list[str]) -> dict[str, ClaimResult]:

@@ -14,7 +14,7 @@ from dataclasses import replace
 from .held_claims import HeldClaims
 from .log_events import log_event
 from .metrics import ClaimMetrics
-from .records import ClaimRow
+from .records import ClaimRow, SessionPair
 from .session_lease import close_expired_session
 from .sessions import SessionRow, SessionStore, may_close_for_takeover
 from .timing import ClaimTiming
@@ -56,28 +56,10 @@ def close_expired_sessions(
             expired[(session.engine_id, session.epoch)] = session
     if not expired:
         return dict(rows)
-    now_known: dict[tuple[str, int], SessionRow | None] = {}
-    for key, session in expired.items():
-        try:
-            closed = close_expired_session(store, session, now_ms=now_ms, timing=timing, by=by)
-        except Exception:
-            # It may have committed: the read below shows what the row holds now.
-            logger.exception("could not close the expired session of %s", session.engine_id)
-            closed = False
-        if closed:
-            if metrics is not None:
-                metrics.record_session("closed-expired")
-            log_event(
-                logger,
-                logging.WARNING,
-                "session-expired",
-                engine=session.engine_id,
-                epoch=session.epoch,
-                closed_by=by,
-            )
-            now_known[key] = replace(session, closed_at_ms=now_ms, closed_by=by)
-        else:
-            now_known[key] = store.read_session(session.engine_id)
+    now_known = {
+        key: _close(store, session, now_ms=now_ms, timing=timing, by=by, metrics=metrics)
+        for key, session in expired.items()
+    }
     return {
         workflow_id: (
             row
@@ -87,3 +69,60 @@ def close_expired_sessions(
         )
         for workflow_id, row in rows.items()
     }
+
+
+def _close(
+    store: SessionStore,
+    session: SessionRow,
+    *,
+    now_ms: int,
+    timing: ClaimTiming,
+    by: str,
+    metrics: ClaimMetrics | None,
+) -> SessionRow | None:
+    """Close one expired session; the row as it now stands (a fresh read when the close
+    did not apply: a renewal, or another engine, came first)."""
+    try:
+        closed = close_expired_session(store, session, now_ms=now_ms, timing=timing, by=by)
+    except Exception:
+        # It may have committed: the read below shows what the row holds now.
+        logger.exception("could not close the expired session of %s", session.engine_id)
+        closed = False
+    if not closed:
+        return store.read_session(session.engine_id)
+    if metrics is not None:
+        metrics.record_session("closed-expired")
+    log_event(
+        logger,
+        logging.WARNING,
+        "session-expired",
+        engine=session.engine_id,
+        epoch=session.epoch,
+        closed_by=by,
+    )
+    return replace(session, closed_at_ms=now_ms, closed_by=by)
+
+
+def session_closed_for_sweep(claims: HeldClaims, pair: SessionPair, now_ms: int) -> bool:
+    """Whether the claims naming the session ``pair`` may be taken over by the session: it
+    is not open (closed, moved on an epoch, gone or garbled), or it is expired by the rule
+    and this engine closes it now. A session renewed meanwhile is alive again: False."""
+    engine_id, epoch = pair
+    row = claims.store.read_session(engine_id)
+    expired = row is not None and may_close_for_takeover(row, now_ms, claims.timing)
+    if row is not None and row.epoch == epoch and expired:
+        row = _close(
+            claims.store,
+            row,
+            now_ms=now_ms,
+            timing=claims.timing,
+            by=claims.engine_id,
+            metrics=claims.metrics,
+        )
+    return not _is_open(row, epoch)
+
+
+def _is_open(row: SessionRow | None, epoch: int) -> bool:
+    """The store's own test of an open session (``ClaimStore.cas_grant``): a valid row at
+    that epoch, not closed."""
+    return row is not None and row.epoch == epoch and row.closed_at_ms is None and row.is_valid()

@@ -10,7 +10,17 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Protocol, TypeVar
 
-from .records import ClaimEventRecord, ClaimRow, GrantPlan, Holder, ScanPage, WorkflowInfo
+from .records import (
+    ClaimEventRecord,
+    ClaimRow,
+    GrantPlan,
+    Holder,
+    ScanPage,
+    SessionPair,
+    SessionTakeover,
+    StaleHolders,
+    WorkflowInfo,
+)
 from .sessions import SessionStore
 
 T = TypeVar("T")
@@ -82,6 +92,30 @@ class ClaimStore(SessionStore, Protocol):
 
     def list_stale_holders(self, *, expired_before_ms: int) -> list[str]:
         """Ids whose holder expires before the bound, or whose holder is invalid."""
+        ...
+
+    def find_stale_holders(
+        self, *, expired_before_ms: int, sweep_above: int | None
+    ) -> StaleHolders:
+        """``list_stale_holders``, except that a dead session naming more than
+        ``sweep_above`` claims (None: never) is counted, not listed
+        (``StaleHolders.swept``)."""
+        ...
+
+    def take_over_session_claims(
+        self,
+        pair: SessionPair,
+        takeover: SessionTakeover,
+        *,
+        limit: int,
+        workflow_types: Sequence[str] | None,
+        skip: Sequence[str],
+    ) -> dict[str, tuple[int, str]]:
+        """In one transaction, take over up to ``limit`` claims naming the session ``pair``
+        if that session is not open: each row to its next epoch under ``takeover``, with
+        its event. Only workflows of ``workflow_types`` (None: any), none in ``skip``;
+        rows another writer has locked are skipped, not waited for. Returns, per id taken,
+        its new epoch and its workflow's status as the statement read it."""
         ...
 
     def list_held_by(self, *, engine_id: str) -> list[str]:

@@ -12,7 +12,17 @@ from .errors import EngineDeposedError
 from .fake_clock import FakeClock
 from .memory_events import MemoryEventLog
 from .memory_sessions import MemorySessionRows
-from .records import ClaimEventRecord, ClaimRow, GrantPlan, Holder, ScanPage, WorkflowInfo
+from .records import (
+    ClaimEventRecord,
+    ClaimRow,
+    GrantPlan,
+    Holder,
+    ScanPage,
+    SessionPair,
+    SessionTakeover,
+    StaleHolders,
+    WorkflowInfo,
+)
 from .sessions import SessionRow
 
 __all__ = ["FakeClock", "MemoryClaimStore"]
@@ -175,6 +185,24 @@ class MemoryClaimStore(MemorySessionRows, MemoryEventLog):
             if not row.holder_is_valid() or closed or (expires or 0) < expired_before_ms:
                 stale.append(workflow_id)
         return stale
+
+    def find_stale_holders(
+        self, *, expired_before_ms: int, sweep_above: int | None
+    ) -> StaleHolders:
+        """Every stale holder listed: this store keeps no session index to sweep by."""
+        return StaleHolders(self.list_stale_holders(expired_before_ms=expired_before_ms), {})
+
+    def take_over_session_claims(
+        self,
+        pair: SessionPair,
+        takeover: SessionTakeover,
+        *,
+        limit: int,
+        workflow_types: Sequence[str] | None,
+        skip: Sequence[str],
+    ) -> dict[str, tuple[int, str]]:
+        """Nothing: ``find_stale_holders`` never names a session to sweep."""
+        return {}
 
     def list_unheld_running_indexed(self) -> list[str]:
         with self._lock:

@@ -19,12 +19,14 @@ from .ownership import OwnershipMarkerQueries
 from .reclaim_cursor import ReclaimCursorQueries
 from .redrives import RedriveQueries
 from .rows import ClaimRowQueries, claim_row_from_values
+from .session_claims import SessionClaimQueries
 from .workflows import WorkflowQueries
 
 
 class OrmClaimStore(
     ClaimRowQueries,
     ClaimSetQueries,
+    SessionClaimQueries,
     WorkflowQueries,
     OwnerlessMarkQueries,
     ReclaimCursorQueries,

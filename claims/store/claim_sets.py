@@ -11,7 +11,14 @@ from django.db import connection, transaction
 
 from claims.models import ClaimEvent, WorkflowClaim
 from claims.models.claims import HOLDER_GARBLED, HOLDER_PRESENT
-from claims.protocol.records import MOVE_KINDS, ClaimRow, GrantPlan, Holder
+from claims.protocol.records import (
+    MOVE_KINDS,
+    ClaimRow,
+    GrantPlan,
+    Holder,
+    SessionPair,
+    StaleHolders,
+)
 
 from .rows import HOLDER_COLUMNS, claim_row_from_values, event_row
 from .session_pairs import SessionPairWatch
@@ -133,6 +140,11 @@ class ClaimSetQueries(SessionQueries):
             return {workflow_id for (workflow_id,) in cursor.fetchall()}
 
     def list_stale_holders(self, *, expired_before_ms: int) -> list[str]:
+        return self.find_stale_holders(expired_before_ms=expired_before_ms).workflow_ids
+
+    def find_stale_holders(
+        self, *, expired_before_ms: int, sweep_above: int | None = None
+    ) -> StaleHolders:
         # Two reads, each along its own partial index, instead of one over every held row
         # (an OR of the two would be judged row by row): the expiries before the bound
         # (a held row's, so present), and the garbled holders (present and invalid).
@@ -144,30 +156,42 @@ class ClaimSetQueries(SessionQueries):
         stale.update(
             WorkflowClaim.objects.filter(HOLDER_GARBLED).values_list("workflow_id", flat=True)
         )
-        stale.update(self._stale_session_holders(expired_before_ms))
-        return sorted(stale)
+        named, swept = self._stale_session_holders(expired_before_ms, sweep_above)
+        stale.update(named)
+        return StaleHolders(sorted(stale), swept)
 
-    def _stale_session_holders(self, expired_before_ms: int) -> list[str]:
+    def _stale_session_holders(
+        self, expired_before_ms: int, sweep_above: int | None
+    ) -> tuple[list[str], dict[SessionPair, int]]:
         """The claims naming a session that is no longer alive: a read of the sessions not
         closed, every PAIRS_READ_EVERY_MS the pairs the claims name (one index step per
         pair), and one indexed read of the claims of each dead pair not found empty before
-        (claims/store/session_pairs.py). Nothing to read in the workflow-lease mode."""
+        (claims/store/session_pairs.py), of at most ``sweep_above`` + 1 of them: a pair
+        naming more is counted instead, and swept. Nothing to read in the workflow-lease
+        mode."""
         watch: SessionPairWatch = self.__dict__.setdefault("_pair_watch", SessionPairWatch())
         stale: list[str] = []
+        swept: dict[SessionPair, int] = {}
         for engine, epoch in watch.dead_pairs(
             expired_before_ms=expired_before_ms,
             read_unclosed=self.read_unclosed_sessions,
             read_pairs=self.list_session_pairs,
             read_sessions=self.read_sessions,
         ):
+            claims = WorkflowClaim.objects.filter(
+                holder_engine_id=engine, holder_session_epoch=epoch
+            )
             named = list(
-                WorkflowClaim.objects.filter(
-                    holder_engine_id=engine, holder_session_epoch=epoch
-                ).values_list("workflow_id", flat=True)
+                claims.values_list("workflow_id", flat=True)
+                if sweep_above is None
+                else claims.values_list("workflow_id", flat=True)[: sweep_above + 1]
             )
             watch.judged((engine, epoch), named=bool(named))
-            stale += named
-        return stale
+            if sweep_above is not None and len(named) > sweep_above:
+                swept[(engine, epoch)] = claims.count()
+            else:
+                stale += named
+        return stale, swept
 
     def list_session_pairs(self) -> list[tuple[str, int]]:
         """Every (engine, session epoch) pair the claims name, in that order: one step along

@@ -158,12 +158,12 @@ def test_a_catch_up_pass_attempts_what_the_last_pass_left_without_a_discovery(
 
     assert [wf for wf, _ in catch_up.outcomes] == stranded[3:6]
     assert (catch_up.reclaimed_count, catch_up.deferred_count, target.carried) == (3, 4, 4)
-    assert "list_stale_holders" not in counted.calls
+    assert "find_stale_holders" not in counted.calls
     assert "scan_unheld_running" not in counted.calls
 
     full = run_reclaim_pass(target)
 
-    assert "list_stale_holders" in counted.calls
+    assert "find_stale_holders" in counted.calls
     assert [wf for wf, _ in full.outcomes] == stranded[6:9]
     assert target.carried == 1
 
@@ -199,7 +199,7 @@ def test_the_budget_counts_the_discovery_too_but_one_chunk_is_always_taken(
     window (a discovery slower than the budget must not leave every pass taking nothing),
     and leaves the rest for a catch-up pass."""
     stranded = strand(arrange, workflows, 3)
-    slow = InterposedStore(store, "list_stale_holders", lambda: clock.advance(20))
+    slow = InterposedStore(store, "find_stale_holders", lambda: clock.advance(20))
     a = registry("a", on=slow)
     target = reclaim_target(a, on=slow, chunk_size=2, pass_budget_ms=10)
 

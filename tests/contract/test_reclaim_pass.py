@@ -52,6 +52,9 @@ class RaisingDiscoveryStore:
     def list_stale_holders(self, **kwargs: Any) -> list[str]:
         raise RuntimeError("database unavailable")
 
+    def find_stale_holders(self, **kwargs: Any) -> Any:
+        raise RuntimeError("database unavailable")
+
     def __getattr__(self, name: str) -> Any:
         return getattr(self.inner, name)
 
