@@ -155,7 +155,8 @@ class ClaimStore(SessionStore, Protocol):
 
     def read_claim_moves(self, *, since_ms: int) -> list[tuple[str, int]]:
         """(workflow id, epoch after) of every logged transition since ``since_ms`` that
-        moved a claim to a new epoch: takeovers, rotations, forced releases and takeovers."""
+        can move a claim naming an open session to a new epoch (``SESSION_MOVE_KINDS``:
+        rotations, forced releases and takeovers)."""
         ...
 
     def read_claims(self, workflow_ids: Sequence[str]) -> dict[str, ClaimRow]:

@@ -10,9 +10,8 @@ from dataclasses import replace
 from django.db import connection, transaction
 
 from claims.models import ClaimEvent, WorkflowClaim
-from claims.models.claims import HOLDER_GARBLED, HOLDER_PRESENT
+from claims.models.claims import HOLDER_GARBLED, HOLDER_PRESENT, MOVES_READ_UNDER_SESSION
 from claims.protocol.records import (
-    MOVE_KINDS,
     ClaimRow,
     GrantPlan,
     Holder,
@@ -214,9 +213,10 @@ class ClaimSetQueries(SessionQueries):
                 pairs.append(after)
 
     def read_claim_moves(self, *, since_ms: int) -> list[tuple[str, int]]:
-        """Along the events' time index: a read as long as the fleet's moves since then."""
+        """Along the partial index of the moves (``claim_event_move_idx``): a read as long
+        as the fleet's moves of those kinds since then, whatever else the log holds."""
         moves = ClaimEvent.objects.filter(
-            at_ms__gte=since_ms, kind__in=sorted(MOVE_KINDS), epoch_after__isnull=False
+            MOVES_READ_UNDER_SESSION, at_ms__gte=since_ms
         ).values_list("workflow_id", "epoch_after")
         return [(workflow_id, epoch) for workflow_id, epoch in moves if epoch is not None]
 

@@ -8,7 +8,14 @@ from typing import Any
 
 import pytest
 
-from claims.protocol import ClaimMetrics, ClaimRegistry, ClaimTiming, Holder, run_reclaim_pass
+from claims.protocol import (
+    ClaimMetrics,
+    ClaimRegistry,
+    ClaimTiming,
+    Holder,
+    rotate_claim,
+    run_reclaim_pass,
+)
 from claims.protocol.testing import FakeClock
 
 from .stores import Arrangement, CountingStore
@@ -311,3 +318,19 @@ def test_a_lost_answer_raises_to_the_caller(
 
     assert b.audit_due
     assert b.held_workflow_ids() == []
+
+
+def test_the_moves_an_engine_reads_leave_out_the_takeovers(
+    store: Any, engine: Engine, workflows: Any, clock: FakeClock
+) -> None:
+    """A takeover moves only a claim whose session is no longer open, which its holder
+    learns at its next renewal for every claim at once: the moves read every pass leave
+    them out, so a mass failover's takeovers are not read by every engine on every pass.
+    A forced release moves a claim under an open session: it is read."""
+    dead_engine_holding(engine, workflows, clock, STRANDED[:2])
+    b = engine("engine-b")
+    taken = b.takeover_many(STRANDED[:2])
+    assert {result.status for result in taken.values()} == {"acquired"}
+    rotate_claim(store, "wf-0", clock=clock, kind="forced_release", actor="op")
+
+    assert store.read_claim_moves(since_ms=0) == [("wf-0", 3)]
