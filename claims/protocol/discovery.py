@@ -146,7 +146,7 @@ class CandidateFinder:
             scanned=page.scanned,
             wrapped=page.wrapped,
             candidates=list(candidates),
-            swept=dict(found.swept),
+            swept=self._from_random_place(found.swept),
         )
 
     def _window(self, shared: list[str]) -> list[str]:
@@ -157,6 +157,16 @@ class CandidateFinder:
         start = self._rng.randrange(len(shared))
         window = shared[start : start + self._shared_limit]
         return window + shared[: self._shared_limit - len(window)]
+
+    def _from_random_place(self, swept: dict[SessionPair, int]) -> dict[SessionPair, int]:
+        """The dead sessions in order from a random one, wrapping round: when several
+        engines died, the live ones start on different sessions, and fewer of them skip
+        each other's locked rows in the same one."""
+        pairs = list(swept)
+        if len(pairs) < 2:
+            return dict(swept)
+        start = self._rng.randrange(len(pairs))
+        return {pair: swept[pair] for pair in pairs[start:] + pairs[:start]}
 
     def _audit(self, now_ms: int) -> list[str]:
         """Every audit interval, and at once after a takeover by session whose answer was

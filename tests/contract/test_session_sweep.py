@@ -334,3 +334,45 @@ def test_the_moves_an_engine_reads_leave_out_the_takeovers(
     rotate_claim(store, "wf-0", clock=clock, kind="forced_release", actor="op")
 
     assert store.read_claim_moves(since_ms=0) == [("wf-0", 3)]
+
+
+class _StartAt:
+    """An rng whose every random place is ``place``."""
+
+    def __init__(self, place: int) -> None:
+        self.place = place
+
+    def randrange(self, stop: int) -> int:
+        return self.place % stop
+
+
+def test_the_dead_sessions_are_swept_from_a_random_one(
+    orm_only: None,
+    store: Any,
+    engine: Engine,
+    workflows: Any,
+    clock: FakeClock,
+    reclaim_target: Any,
+) -> None:
+    """When several engines died, the live ones start on different sessions, so fewer of
+    them skip each other's locked rows in the same one."""
+    workflows.put_many(STRANDED, indexed=True)
+    holding(engine, "engine-a", STRANDED[:4])
+    holding(engine, "engine-c", STRANDED[4:])
+    clock.set(TAKEABLE)
+    driven: list[str] = []
+
+    def slow_drive(workflow_id: str) -> None:
+        driven.append(workflow_id)
+        clock.advance(10)
+
+    b = engine("engine-b")
+    target = reclaim_target(
+        b, on_reclaimed=slow_drive, chunk_size=CHUNK, pass_budget_ms=10, rng=_StartAt(1)
+    )
+
+    run_reclaim_pass(target)
+
+    assert list(target.last_discovery.swept) == [("engine-c", 1), DEAD]
+    assert len(driven) == CHUNK
+    assert set(driven) <= set(STRANDED[4:])
