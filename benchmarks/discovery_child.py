@@ -121,7 +121,7 @@ def _use_legacy_reads() -> None:
     from claims.store import OrmClaimStore
 
     def find_stale_holders(
-        self: Any, *, expired_before_ms: int, sweep_above: int | None
+        self: Any, *, expired_before_ms: int, sweep_above: int | None, listing_engine: str = ""
     ) -> StaleHolders:
         stale = set(
             WorkflowClaim.objects.filter(HOLDER_PRESENT)

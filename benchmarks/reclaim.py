@@ -60,12 +60,14 @@ class SourceTimedStore(OrmClaimStore):
         self.source_ms[source].append((time.perf_counter() - started) * 1_000)
 
     def find_stale_holders(
-        self, *, expired_before_ms: int, sweep_above: int | None = None
+        self, *, expired_before_ms: int, sweep_above: int | None = None, listing_engine: str = ""
     ) -> StaleHolders:
         started = time.perf_counter()
         try:
             return super().find_stale_holders(
-                expired_before_ms=expired_before_ms, sweep_above=sweep_above
+                expired_before_ms=expired_before_ms,
+                sweep_above=sweep_above,
+                listing_engine=listing_engine,
             )
         finally:
             self._note("stale", started)

@@ -9,7 +9,6 @@ from django.db import models
 from django.db.models import F, Q
 
 from claims.protocol.constants import MAX_SAFE_INTEGER
-from claims.protocol.records import SESSION_MOVE_KINDS
 
 from .errors import ClaimRowsAreKeptError
 from .ids import ENGINE_ID_MAX_LENGTH, WORKFLOW_ID_MAX_LENGTH
@@ -43,11 +42,6 @@ HOLDER_INVALID = (
 # Held rows that are garbage in their own columns: rare, so their partial index is small,
 # and the invalid state is read from it instead of judging every held row.
 HOLDER_GARBLED = HOLDER_PRESENT & HOLDER_INVALID
-
-
-# The predicate of the partial index claim_event_move_idx, which the reads of the moves
-# repeat term for term (claims.store.claim_sets.read_claim_moves).
-MOVES_READ_UNDER_SESSION = Q(kind__in=list(SESSION_MOVE_KINDS), epoch_after__isnull=False)
 
 
 class WorkflowClaimQuerySet(models.QuerySet["WorkflowClaim"]):
@@ -177,11 +171,6 @@ class ClaimEvent(models.Model):
             ),
             models.Index(fields=["workflow_id", "id"], name="claim_event_workflow_idx"),
             models.Index(fields=["at_ms"], name="claim_event_at_idx"),
-            # The moves an engine under a session reads every pass: by their own partial
-            # index, so the read never walks a mass failover's takeover events.
-            models.Index(
-                fields=["at_ms"], condition=MOVES_READ_UNDER_SESSION, name="claim_event_move_idx"
-            ),
             # An engine's recent events (its page), newest first, read along one engine's
             # entries: through the time index alone they are found among every engine's.
             models.Index(fields=["engine_id", "at_ms", "id"], name="claim_event_engine_idx"),

@@ -106,6 +106,7 @@ class CandidateFinder:
         found = store.find_stale_holders(
             expired_before_ms=now - registry.timing.grace_ms,
             sweep_above=self._sweep_above if registry.session is not None else None,
+            listing_engine=registry.engine_id,
         )
         stale = found.workflow_ids
         unheld = store.list_unheld_running_indexed()
@@ -178,12 +179,20 @@ class CandidateFinder:
         due_now, self.registry.audit_due = self.registry.audit_due, False
         if not due_now and self._next_audit_ms is not None and now_ms < self._next_audit_ms:
             return []
-        self._next_audit_ms = now_ms + self._audit_interval_ms
-        since, self._last_audit_ms = self._last_audit_ms, now_ms
-        self._audits += 1
+        since = self._last_audit_ms
+        audits = self._audits + 1
         engine_id = self.registry.engine_id
-        if since is None or self._audits % FULL_AUDIT_EVERY == 0:
-            return self.store.list_held_by(engine_id=engine_id)
-        return self.store.list_granted_to(
-            engine_id=engine_id, claimed_since_ms=since - self.registry.timing.ttl_ms
-        )
+        try:
+            if since is None or audits % FULL_AUDIT_EVERY == 0:
+                found = self.store.list_held_by(engine_id=engine_id)
+            else:
+                found = self.store.list_granted_to(
+                    engine_id=engine_id, claimed_since_ms=since - self.registry.timing.ttl_ms
+                )
+        except Exception:
+            # Not looked: the next pass looks again, from the same place.
+            self.registry.audit_due = self.registry.audit_due or due_now
+            raise
+        self._next_audit_ms = now_ms + self._audit_interval_ms
+        self._last_audit_ms, self._audits = now_ms, audits
+        return found

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 
-from .records import SESSION_MOVE_KINDS, ClaimEventRecord
+from .records import MOVE_KINDS, ClaimEventRecord
 
 
 class MemoryEventLog:
@@ -25,7 +25,7 @@ class MemoryEventLog:
         return [
             (e.workflow_id, e.epoch_after)
             for e in self.events
-            if e.kind in SESSION_MOVE_KINDS and e.at_ms >= since_ms and e.epoch_after is not None
+            if e.kind in MOVE_KINDS and e.at_ms >= since_ms and e.epoch_after is not None
         ]
 
     def _append(self, event: ClaimEventRecord | None) -> None:

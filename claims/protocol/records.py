@@ -113,12 +113,6 @@ EventKind = Literal[
 MOVE_KINDS: frozenset[EventKind] = frozenset(
     {"takeover", "rotated", "forced_release", "forced_takeover"}
 )
-# Those of them that can move a claim naming an open session, which an engine under a
-# session reads each pass to learn what it lost (``ClaimStore.read_claim_moves``). A
-# takeover cannot: it moves only a claim whose session is no longer open, and an engine
-# whose session was lost learns that at its next renewal, for every claim at once. Left
-# out, a mass failover's takeovers are not read by every engine on every pass.
-SESSION_MOVE_KINDS: tuple[EventKind, ...] = ("forced_release", "forced_takeover", "rotated")
 
 
 @dataclass(frozen=True, slots=True)

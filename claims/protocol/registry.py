@@ -166,6 +166,10 @@ class ClaimRegistry(HeldClaims):
         are unknown, so the next audit of the rows naming this engine is due at once
         (``audit_due``), and takes back what landed.
         """
+        if pair[0] == self.engine_id:
+            # Never its own: the rows would be written back naming the same closed session
+            # (one this engine has not yet learnt it lost) and picked again, an epoch a time.
+            return {}
         session_epoch = self.liveness.session_epoch()
         if session_epoch is None or limit < 1:
             return {}

@@ -95,11 +95,11 @@ class ClaimStore(SessionStore, Protocol):
         ...
 
     def find_stale_holders(
-        self, *, expired_before_ms: int, sweep_above: int | None
+        self, *, expired_before_ms: int, sweep_above: int | None, listing_engine: str = ""
     ) -> StaleHolders:
         """``list_stale_holders``, except that a dead session naming more than
         ``sweep_above`` claims (None: never) is counted, not listed
-        (``StaleHolders.swept``)."""
+        (``StaleHolders.swept``); a session of ``listing_engine`` is always listed."""
         ...
 
     def take_over_session_claims(
@@ -155,8 +155,7 @@ class ClaimStore(SessionStore, Protocol):
 
     def read_claim_moves(self, *, since_ms: int) -> list[tuple[str, int]]:
         """(workflow id, epoch after) of every logged transition since ``since_ms`` that
-        can move a claim naming an open session to a new epoch (``SESSION_MOVE_KINDS``:
-        rotations, forced releases and takeovers)."""
+        moved a claim to a new epoch: takeovers, rotations, forced releases and takeovers."""
         ...
 
     def read_claims(self, workflow_ids: Sequence[str]) -> dict[str, ClaimRow]:

@@ -10,8 +10,9 @@ from dataclasses import replace
 from django.db import connection, transaction
 
 from claims.models import ClaimEvent, WorkflowClaim
-from claims.models.claims import HOLDER_GARBLED, HOLDER_PRESENT, MOVES_READ_UNDER_SESSION
+from claims.models.claims import HOLDER_GARBLED, HOLDER_PRESENT
 from claims.protocol.records import (
+    MOVE_KINDS,
     ClaimRow,
     GrantPlan,
     Holder,
@@ -142,7 +143,7 @@ class ClaimSetQueries(SessionQueries):
         return self.find_stale_holders(expired_before_ms=expired_before_ms).workflow_ids
 
     def find_stale_holders(
-        self, *, expired_before_ms: int, sweep_above: int | None = None
+        self, *, expired_before_ms: int, sweep_above: int | None = None, listing_engine: str = ""
     ) -> StaleHolders:
         # Two reads, each along its own partial index, instead of one over every held row
         # (an OR of the two would be judged row by row): the expiries before the bound
@@ -155,19 +156,20 @@ class ClaimSetQueries(SessionQueries):
         stale.update(
             WorkflowClaim.objects.filter(HOLDER_GARBLED).values_list("workflow_id", flat=True)
         )
-        named, swept = self._stale_session_holders(expired_before_ms, sweep_above)
+        named, swept = self._stale_session_holders(expired_before_ms, sweep_above, listing_engine)
         stale.update(named)
         return StaleHolders(sorted(stale), swept)
 
     def _stale_session_holders(
-        self, expired_before_ms: int, sweep_above: int | None
+        self, expired_before_ms: int, sweep_above: int | None, listing_engine: str = ""
     ) -> tuple[list[str], dict[SessionPair, int]]:
         """The claims naming a session that is no longer alive: a read of the sessions not
         closed, every PAIRS_READ_EVERY_MS the pairs the claims name (one index step per
         pair), and one indexed read of the claims of each dead pair not found empty before
         (claims/store/session_pairs.py), of at most ``sweep_above`` + 1 of them: a pair
-        naming more is counted instead, and swept. Nothing to read in the workflow-lease
-        mode."""
+        naming more is counted instead, and swept; ``listing_engine``'s own are listed
+        whole (an engine never sweeps its own sessions). Nothing to read in the
+        workflow-lease mode."""
         watch: SessionPairWatch = self.__dict__.setdefault("_pair_watch", SessionPairWatch())
         stale: list[str] = []
         swept: dict[SessionPair, int] = {}
@@ -180,13 +182,14 @@ class ClaimSetQueries(SessionQueries):
             claims = WorkflowClaim.objects.filter(
                 holder_engine_id=engine, holder_session_epoch=epoch
             )
+            bound = None if engine == listing_engine else sweep_above
             named = list(
                 claims.values_list("workflow_id", flat=True)
-                if sweep_above is None
-                else claims.values_list("workflow_id", flat=True)[: sweep_above + 1]
+                if bound is None
+                else claims.values_list("workflow_id", flat=True)[: bound + 1]
             )
             watch.judged((engine, epoch), named=bool(named))
-            if sweep_above is not None and len(named) > sweep_above:
+            if bound is not None and len(named) > bound:
                 swept[(engine, epoch)] = claims.count()
             else:
                 stale += named
@@ -213,10 +216,9 @@ class ClaimSetQueries(SessionQueries):
                 pairs.append(after)
 
     def read_claim_moves(self, *, since_ms: int) -> list[tuple[str, int]]:
-        """Along the partial index of the moves (``claim_event_move_idx``): a read as long
-        as the fleet's moves of those kinds since then, whatever else the log holds."""
+        """Along the events' time index: a read as long as the fleet's moves since then."""
         moves = ClaimEvent.objects.filter(
-            MOVES_READ_UNDER_SESSION, at_ms__gte=since_ms
+            at_ms__gte=since_ms, kind__in=sorted(MOVE_KINDS), epoch_after__isnull=False
         ).values_list("workflow_id", "epoch_after")
         return [(workflow_id, epoch) for workflow_id, epoch in moves if epoch is not None]
 

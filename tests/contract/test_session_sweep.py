@@ -13,7 +13,6 @@ from claims.protocol import (
     ClaimRegistry,
     ClaimTiming,
     Holder,
-    rotate_claim,
     run_reclaim_pass,
 )
 from claims.protocol.testing import FakeClock
@@ -320,22 +319,6 @@ def test_a_lost_answer_raises_to_the_caller(
     assert b.held_workflow_ids() == []
 
 
-def test_the_moves_an_engine_reads_leave_out_the_takeovers(
-    store: Any, engine: Engine, workflows: Any, clock: FakeClock
-) -> None:
-    """A takeover moves only a claim whose session is no longer open, which its holder
-    learns at its next renewal for every claim at once: the moves read every pass leave
-    them out, so a mass failover's takeovers are not read by every engine on every pass.
-    A forced release moves a claim under an open session: it is read."""
-    dead_engine_holding(engine, workflows, clock, STRANDED[:2])
-    b = engine("engine-b")
-    taken = b.takeover_many(STRANDED[:2])
-    assert {result.status for result in taken.values()} == {"acquired"}
-    rotate_claim(store, "wf-0", clock=clock, kind="forced_release", actor="op")
-
-    assert store.read_claim_moves(since_ms=0) == [("wf-0", 3)]
-
-
 class _StartAt:
     """An rng whose every random place is ``place``."""
 
@@ -376,3 +359,83 @@ def test_the_dead_sessions_are_swept_from_a_random_one(
     assert list(target.last_discovery.swept) == [("engine-c", 1), DEAD]
     assert len(driven) == CHUNK
     assert set(driven) <= set(STRANDED[4:])
+
+
+def test_a_claim_cooling_down_here_is_not_swept(
+    orm_only: None,
+    store: Any,
+    engine: Engine,
+    workflows: Any,
+    clock: FakeClock,
+    reclaim_target: Any,
+) -> None:
+    """A claim this engine lost less than an interval ago is not taken back by it (the
+    cool-down every takeover keeps): the statement skips it."""
+    dead_engine_holding(engine, workflows, clock)
+    driven: list[str] = []
+    b, target = taker(engine, reclaim_target, driven)
+    b._cooldown_from_ms.update({"wf-0": clock(), "wf-5": clock()})  # as a lost claim leaves
+
+    run_reclaim_pass(target)
+
+    assert sorted(driven) == sorted(set(STRANDED) - {"wf-0", "wf-5"})
+    assert {store.read_claim(wf).holder.engine_id for wf in ("wf-0", "wf-5")} == {"engine-a"}
+
+
+def test_an_engine_never_sweeps_its_own_session(
+    orm_only: None,
+    store: Any,
+    engine: Engine,
+    workflows: Any,
+    clock: FakeClock,
+    arrange: Arrangement,
+    reclaim_target: Any,
+) -> None:
+    """Its session was closed by another engine (it stopped renewing past TTL and grace)
+    and its reclaim pass runs before its renewal learns so: the claims it still holds under
+    that session are listed, not swept (a sweep would write each back naming the same
+    closed session and pick it again, an epoch a time), and left to the other engines."""
+    workflows.put_many(STRANDED, indexed=True)
+    a = holding(engine, "engine-a", STRANDED)
+    clock.set(TAKEABLE)
+    assert engine("engine-c").takeover_many(["wf-0"])["wf-0"].status == "acquired"
+    assert store.read_session("engine-a").closed_by == "engine-c"
+    driven: list[str] = []
+    target = reclaim_target(a, on_reclaimed=driven.append, chunk_size=CHUNK)
+
+    run_reclaim_pass(target)
+
+    assert target.last_discovery.swept == {}
+    assert driven == []
+    assert [store.read_claim(wf).epoch for wf in STRANDED[1:]] == [1] * (len(STRANDED) - 1)
+    assert all(
+        event[3] != "engine-a" for event in arrange.all_events()[1:] if event[1] == "takeover"
+    )
+    assert a.take_over_session(DEAD, limit=CHUNK, workflow_types=None) == {}
+
+
+def test_an_audit_due_whose_read_failed_is_due_again(
+    orm_only: None,
+    store: Any,
+    engine: Engine,
+    workflows: Any,
+    clock: FakeClock,
+    reclaim_target: Any,
+) -> None:
+    dead_engine_holding(engine, workflows, clock)
+    broken = LostAnswers(store)
+    driven: list[str] = []
+    b = engine("engine-b", on=broken)
+    target = reclaim_target(
+        b, on=broken, on_reclaimed=driven.append, chunk_size=CHUNK, pass_budget_ms=60_000
+    )
+    broken.lose.add("take_over_session_claims")
+    run_reclaim_pass(target)
+    broken.fail.add("list_granted_to")
+
+    assert run_reclaim_pass(target).status == "discovery-failed"
+    assert b.audit_due
+
+    run_reclaim_pass(target, executor=InlineExecutor())
+
+    assert sorted(driven) == STRANDED
