@@ -139,18 +139,8 @@ class SetBasedReclaim:
                 self._redrives.keep(wf, epoch, exc)
                 settled[wf] = exc
             return
-        for wf, epoch in granted.items():
-            info = confirmed.get(wf)
-            try:
-                if self._disposing or info is None or info.status != "running":
-                    if self.registry.current_epoch(wf) == epoch:
-                        self.registry.release(wf, expected_epoch=epoch)
-                    settled[wf] = "not-eligible"
-                    continue
-                settled[wf] = self._drive(wf, epoch)
-            except Exception as exc:
-                self._redrives.keep(wf, epoch, exc)
-                settled[wf] = exc
+        statuses = {wf: info.status for wf, info in confirmed.items()}
+        self._drive_running(granted, statuses, settled)
 
     # -- by the session ---------------------------------------------------------------
 
@@ -176,9 +166,20 @@ class SetBasedReclaim:
                 self._record("lost_race")
                 settled[wf] = "lost-race"
         log_takeovers(granted, self.registry.engine_id)
+        self._drive_running(granted, statuses, settled)
+        return settled, len(taken) >= limit
+
+    # -- shared by both paths -------------------------------------------------------
+
+    def _drive_running(
+        self, granted: dict[str, int], statuses: dict[str, str], settled: Settled
+    ) -> None:
+        """Drive each claim just granted whose workflow is running (``statuses``, read after
+        or with the grant) and hand the others straight back; a failure on the way keeps a
+        re-drive, never a claim held and idle."""
         for wf, epoch in granted.items():
             try:
-                if self._disposing or statuses[wf] != "running":
+                if self._disposing or statuses.get(wf) != "running":
                     if self.registry.current_epoch(wf) == epoch:
                         self.registry.release(wf, expected_epoch=epoch)
                     settled[wf] = "not-eligible"
@@ -187,9 +188,6 @@ class SetBasedReclaim:
             except Exception as exc:
                 self._redrives.keep(wf, epoch, exc)
                 settled[wf] = exc
-        return settled, len(taken) >= limit
-
-    # -- shared by both paths -------------------------------------------------------
 
     def _drive(self, workflow_id: str, epoch: int) -> AttemptStatus:
         if self._on_reclaimed is not None:
