@@ -6,7 +6,7 @@ import threading
 from dataclasses import replace
 
 from .records import Holder
-from .sessions import SessionRow
+from .sessions import SessionRow, session_is_open
 
 
 class MemorySessionRows:
@@ -76,14 +76,7 @@ class MemorySessionRows:
     def holder_session_open(self, holder: Holder | None) -> bool:
         """Whether the session a holder names is open: a valid row at that epoch, not
         closed. A takeover of a session holder's claim is refused while it is."""
-        session = self.session_of(holder)
-        return (
-            holder is not None
-            and session is not None
-            and session.is_valid()
-            and session.epoch == holder.session_epoch
-            and session.closed_at_ms is None
-        )
+        return holder is not None and session_is_open(self.session_of(holder), holder.session_epoch)
 
     def put_session(self, row: SessionRow) -> None:
         """Write a session row as-is (garbled ones included), bypassing every condition."""

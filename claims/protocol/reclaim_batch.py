@@ -151,7 +151,7 @@ class SetBasedReclaim:
         may name more for this engine (the statement took as many as it could)."""
         if self._disposing:
             return {}, False
-        types = None if self._registered_types is None else sorted(self._registered_types())
+        types = None if self._registered_types is None else list(self._registered_types())
         skip = [*self.pending_redrives, *self.registry.cooling_down(self.registry.clock())]
         taken = self.registry.take_over_session(pair, limit=limit, workflow_types=types, skip=skip)
         settled: Settled = {}

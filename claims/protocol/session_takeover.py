@@ -16,7 +16,7 @@ from .log_events import log_event
 from .metrics import ClaimMetrics
 from .records import ClaimRow, SessionPair
 from .session_lease import close_expired_session
-from .sessions import SessionRow, SessionStore, may_close_for_takeover
+from .sessions import SessionRow, SessionStore, may_close_for_takeover, session_is_open
 from .timing import ClaimTiming
 
 logger = logging.getLogger("weftboard.claims")
@@ -119,10 +119,4 @@ def session_closed_for_sweep(claims: HeldClaims, pair: SessionPair, now_ms: int)
             by=claims.engine_id,
             metrics=claims.metrics,
         )
-    return not _is_open(row, epoch)
-
-
-def _is_open(row: SessionRow | None, epoch: int) -> bool:
-    """The store's own test of an open session (``ClaimStore.cas_grant``): a valid row at
-    that epoch, not closed."""
-    return row is not None and row.epoch == epoch and row.closed_at_ms is None and row.is_valid()
+    return not session_is_open(row, epoch)

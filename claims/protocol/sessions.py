@@ -58,6 +58,12 @@ def derive_session_state(row: SessionRow | None, now_ms: int, timing: ClaimTimin
     return "expired" if is_claim_expired(row.expires_at_ms, now_ms, timing) else "in-grace"
 
 
+def session_is_open(row: SessionRow | None, epoch: int | None) -> bool:
+    """Whether the session ``epoch`` is open: a valid row at that epoch, not closed. While
+    it is, no claim naming it may be taken over (the stores' test, ``cas_grant``)."""
+    return row is not None and row.is_valid() and row.epoch == epoch and row.closed_at_ms is None
+
+
 def may_close_for_takeover(row: SessionRow | None, now_ms: int, timing: ClaimTiming) -> bool:
     """Whether an engine other than the holder may close this session to take its claims:
     only once it is expired by the rule, and never earlier."""

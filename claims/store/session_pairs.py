@@ -27,7 +27,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterable
 
-from claims.protocol.sessions import SessionRow
+from claims.protocol.sessions import SessionRow, session_is_open
 
 PAIRS_READ_EVERY_MS = 100_000
 
@@ -38,10 +38,8 @@ def session_alive(session: SessionRow | None, epoch: int, expired_before_ms: int
     """Whether the claims naming session ``epoch`` are still held: it is valid, at that
     epoch, open, and expires no earlier than the bound (the stale-holder rule)."""
     return (
-        session is not None
-        and session.is_valid()
-        and session.epoch == epoch
-        and session.closed_at_ms is None
+        session_is_open(session, epoch)
+        and session is not None
         and session.expires_at_ms >= expired_before_ms
     )
 

@@ -3,7 +3,8 @@ exactly once, at the next epoch, with one event, and every one is taken."""
 
 from __future__ import annotations
 
-import threading
+import functools
+from typing import Any
 
 import pytest
 from django.db import connection
@@ -14,6 +15,8 @@ from claims.protocol.session_lease import EngineSessionLease
 from claims.protocol.testing import FakeClock
 from claims.store import OrmClaimStore
 from tests.factories import make_session
+
+from ._race_engine import race_in_threads
 
 START_MS = 1_700_000_000_000
 ENGINES = 4
@@ -56,48 +59,35 @@ def test_engines_sweeping_one_dead_session_take_each_claim_exactly_once():
     _strand(ids)
     clock = FakeClock(START_MS)
     timing = ClaimTiming(ttl_ms=30_000, renew_interval_ms=5_000)
-    barrier = threading.Barrier(ENGINES)
-    won: dict[str, dict[str, int]] = {}
-    errors: list[BaseException] = []
 
-    def engine(n: int) -> None:
-        engine_id = f"engine-{n}"
+    def engine(engine_id: str) -> ClaimRegistry:
         store = OrmClaimStore()
         session = EngineSessionLease(store, engine_id=engine_id, clock=clock, timing=timing)
         registry = ClaimRegistry(
-            store,
-            engine_id=engine_id,
-            clock=clock,
-            timing=timing,
-            liveness=SessionLeases(session),
+            store, engine_id=engine_id, clock=clock, timing=timing, liveness=SessionLeases(session)
         )
+        registry.session_epoch()  # open it before the race
+        return registry
+
+    def sweep(registry: ClaimRegistry) -> dict[str, Any]:
         taken: dict[str, int] = {}
-        try:
-            registry.session_epoch()  # open it before the race
-            barrier.wait()
-            while True:
-                chunk = registry.take_over_session(
-                    ("dead", 1), limit=CHUNK, workflow_types=["order"]
-                )
-                for workflow_id, (result, status) in chunk.items():
-                    assert (result.status, status) == ("acquired", "running")
-                    assert result.epoch is not None
-                    taken[workflow_id] = result.epoch
-                if len(chunk) < CHUNK:
-                    break
-            won[engine_id] = taken
-        except BaseException as error:
-            errors.append(error)
-        finally:
-            connection.close()
+        while True:
+            chunk = registry.take_over_session(("dead", 1), limit=CHUNK, workflow_types=["order"])
+            for workflow_id, (result, status) in chunk.items():
+                assert (result.status, status) == ("acquired", "running")
+                assert result.epoch is not None
+                taken[workflow_id] = result.epoch
+            if len(chunk) < CHUNK:
+                return {"engine": registry.engine_id, "taken": taken}
 
-    threads = [threading.Thread(target=engine, args=(n,)) for n in range(ENGINES)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
+    registries = [engine(f"engine-{n}") for n in range(ENGINES)]
+    reports = race_in_threads(
+        {r.engine_id: functools.partial(sweep, r) for r in registries},
+        lambda ms: None,  # the clock stands still: every session stays open
+        timeout_s=60,
+    )
+    won = {report["engine"]: report["taken"] for report in reports}
 
-    assert errors == []
     winners = [wf for taken in won.values() for wf in taken]
     assert len(winners) == len(set(winners)), "a claim was taken by two engines"
     # SKIP LOCKED leaves a row another engine is taking to it, and each engine sweeps

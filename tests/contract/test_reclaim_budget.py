@@ -18,7 +18,9 @@ T0 = START_MS
 DRIVE_MS = 4  # what each drive costs on the fake clock
 
 
-def _slow_drive(clock, driven: list[str]):
+def slow_drive(clock, driven: list[str]):
+    """A drive that notes its workflow and takes DRIVE_MS of the fake clock."""
+
     def drive(workflow_id: str) -> None:
         driven.append(workflow_id)
         clock.advance(DRIVE_MS)
@@ -35,7 +37,7 @@ def test_the_shared_window_stops_at_the_budget_and_the_next_pass_goes_on(
     driven: list[str] = []
     a = registry("a")
     target = reclaim_target(
-        a, on_reclaimed=_slow_drive(clock, driven), chunk_size=3, pass_budget_ms=10
+        a, on_reclaimed=slow_drive(clock, driven), chunk_size=3, pass_budget_ms=10
     )
 
     first = run_reclaim_pass(target)
@@ -55,7 +57,7 @@ def test_within_the_budget_a_pass_takes_every_chunk(
     stranded = strand(arrange, workflows, 10)
     driven: list[str] = []
     target = reclaim_target(
-        registry("a"), on_reclaimed=_slow_drive(clock, driven), chunk_size=3, pass_budget_ms=41
+        registry("a"), on_reclaimed=slow_drive(clock, driven), chunk_size=3, pass_budget_ms=41
     )
 
     result = run_reclaim_pass(target)
@@ -76,7 +78,7 @@ def test_the_scan_page_is_attempted_whatever_the_budget_and_no_window_chunk_foll
     workflows.put_many(scanned, indexed=False)
     driven: list[str] = []
     target = reclaim_target(
-        registry("a"), on_reclaimed=_slow_drive(clock, driven), chunk_size=2, pass_budget_ms=1
+        registry("a"), on_reclaimed=slow_drive(clock, driven), chunk_size=2, pass_budget_ms=1
     )
 
     result = run_reclaim_pass(target)
@@ -147,7 +149,7 @@ def test_a_catch_up_pass_attempts_what_the_last_pass_left_without_a_discovery(
     driven: list[str] = []
     a = registry("a", on=counted)
     target = reclaim_target(
-        a, on=counted, on_reclaimed=_slow_drive(clock, driven), chunk_size=3, pass_budget_ms=10
+        a, on=counted, on_reclaimed=slow_drive(clock, driven), chunk_size=3, pass_budget_ms=10
     )
 
     run_reclaim_pass(target)
@@ -173,7 +175,7 @@ def test_a_catch_up_pass_skips_what_this_engine_took_meanwhile(
 ):
     stranded = strand(arrange, workflows, 4)
     a = registry("a")
-    target = reclaim_target(a, on_reclaimed=_slow_drive(clock, []), chunk_size=1, pass_budget_ms=1)
+    target = reclaim_target(a, on_reclaimed=slow_drive(clock, []), chunk_size=1, pass_budget_ms=1)
     run_reclaim_pass(target)  # takes the first, carries three
     assert target.carried == 3
     assert a.takeover(stranded[1]).status == "acquired"

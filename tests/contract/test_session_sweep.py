@@ -19,6 +19,7 @@ from claims.protocol.testing import FakeClock
 
 from .stores import Arrangement, CountingStore
 from .test_lost_answers import AnswerLost, LostAnswers
+from .test_reclaim_budget import slow_drive
 from .test_reclaim_pass import InlineExecutor
 from .test_session_claims import TAKEABLE, Engine, engine, holding
 
@@ -45,14 +46,15 @@ def dead_engine_holding(
 
 
 def taker(
-    engine: Engine, reclaim_target: Any, driven: list[str], **kwargs: Any
+    engine: Engine, reclaim_target: Any, driven: list[str], *, on: Any = None, **kwargs: Any
 ) -> tuple[ClaimRegistry, Any]:
-    registry = engine("engine-b", on=kwargs.pop("on", None))
+    """engine-b and its reclaim target, both on ``on`` (a wrapper store) if given; its
+    drives noted in ``driven``, chunks of CHUNK, and a budget no pass spends unless told."""
+    registry = engine("engine-b", on=on)
+    kwargs.setdefault("on_reclaimed", driven.append)
     kwargs.setdefault("chunk_size", CHUNK)
     kwargs.setdefault("pass_budget_ms", 60_000)
-    return registry, reclaim_target(
-        registry, on=kwargs.pop("store", None), on_reclaimed=driven.append, **kwargs
-    )
+    return registry, reclaim_target(registry, on=on, **kwargs)
 
 
 def test_the_claims_of_a_dead_session_are_taken_by_the_session_and_never_listed(
@@ -219,14 +221,13 @@ def test_the_budget_stops_the_sweep_and_a_catch_up_pass_goes_on_without_discover
     dead_engine_holding(engine, workflows, clock)
     driven: list[str] = []
     counted = CountingStore(store)
-
-    def slow_drive(workflow_id: str) -> None:
-        driven.append(workflow_id)
-        clock.advance(10)
-
-    b = engine("engine-b", on=counted)
-    target = reclaim_target(
-        b, on=counted, on_reclaimed=slow_drive, chunk_size=CHUNK, pass_budget_ms=10
+    _, target = taker(
+        engine,
+        reclaim_target,
+        driven,
+        on=counted,
+        on_reclaimed=slow_drive(clock, driven),
+        pass_budget_ms=10,
     )
 
     first = run_reclaim_pass(target)
@@ -261,10 +262,7 @@ def test_a_sweep_whose_answer_was_lost_is_taken_up_by_the_next_audit(
     dead_engine_holding(engine, workflows, clock)
     broken = LostAnswers(store)
     driven: list[str] = []
-    b = engine("engine-b", on=broken)
-    target = reclaim_target(
-        b, on=broken, on_reclaimed=driven.append, chunk_size=CHUNK, pass_budget_ms=60_000
-    )
+    b, target = taker(engine, reclaim_target, driven, on=broken)
     broken.lose.add("take_over_session_claims")
 
     run_reclaim_pass(target)
@@ -344,14 +342,13 @@ def test_the_dead_sessions_are_swept_from_a_random_one(
     holding(engine, "engine-c", STRANDED[4:])
     clock.set(TAKEABLE)
     driven: list[str] = []
-
-    def slow_drive(workflow_id: str) -> None:
-        driven.append(workflow_id)
-        clock.advance(10)
-
-    b = engine("engine-b")
-    target = reclaim_target(
-        b, on_reclaimed=slow_drive, chunk_size=CHUNK, pass_budget_ms=10, rng=_StartAt(1)
+    _, target = taker(
+        engine,
+        reclaim_target,
+        driven,
+        on_reclaimed=slow_drive(clock, driven),
+        pass_budget_ms=10,
+        rng=_StartAt(1),
     )
 
     run_reclaim_pass(target)
@@ -425,10 +422,7 @@ def test_an_audit_due_whose_read_failed_is_due_again(
     dead_engine_holding(engine, workflows, clock)
     broken = LostAnswers(store)
     driven: list[str] = []
-    b = engine("engine-b", on=broken)
-    target = reclaim_target(
-        b, on=broken, on_reclaimed=driven.append, chunk_size=CHUNK, pass_budget_ms=60_000
-    )
+    b, target = taker(engine, reclaim_target, driven, on=broken)
     broken.lose.add("take_over_session_claims")
     run_reclaim_pass(target)
     broken.fail.add("list_granted_to")
