@@ -38,6 +38,7 @@ from .engines import (
     RetiredPassHistograms,
 )
 from .errors import ClaimRowsAreKeptError, SessionRowsAreKeptError
+from .fleet_counts import FleetCountDelta, FleetCountKind, FleetCounts
 from .fleet_history import FleetSnapshotHistory
 from .id_search import ClaimIdSearch
 from .ids import ENGINE_ID_MAX_LENGTH, WORKFLOW_ID_MAX_LENGTH
@@ -85,6 +86,9 @@ __all__ = [
     "EngineEventKind",
     "EngineSession",
     "EngineStatus",
+    "FleetCountDelta",
+    "FleetCountKind",
+    "FleetCounts",
     "FleetSnapshot",
     "FleetSnapshotHistory",
     "OwnerlessMark",

@@ -164,14 +164,15 @@ def counters_record(*, engine_id: str, totals: Mapping[str, int]) -> None:
 
 
 def fleet_snapshot_take(*, now_ms: int, timing: ClaimTiming) -> None:
-    """Scan the fleet once for every overview poll until the next snapshot, and add it to
-    the charts' history (pruned here too, so beat needs no other task)."""
+    """Count the fleet once for every overview poll until the next snapshot (from the kept
+    counts, claims.services.fleet_counts), and add it to the charts' history (pruned here
+    too, so beat needs no other task)."""
     from claims.selectors.fleet.history import history_row
-    from claims.selectors.fleet.snapshot import fleet_scan
 
+    from .fleet_counts import kept_fleet_scan
     from .fleet_history import fleet_history_prune, fleet_history_record
 
-    scan = fleet_scan(now_ms=now_ms, timing=timing)
+    scan = kept_fleet_scan(now_ms=now_ms, timing=timing)
     FleetSnapshot.objects.update_or_create(
         id=1, defaults={"taken_at_ms": scan.taken_at_ms, "data": scan.as_json()}
     )

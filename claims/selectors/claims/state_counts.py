@@ -4,7 +4,7 @@ far as the row alone decides it, each session named judged once (docs/design.md 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from django.db.models import Case, CharField, Count, Value, When
 
@@ -49,21 +49,33 @@ def claims_by_state_and_holder(claims: Any, now_ms: int, timing: ClaimTiming) ->
     """Per derived state, per holder engine, and both: one grouped scan of the claims, by
     holder, session and the state the row alone decides, then one read of the sessions the
     groups name (none in the workflow-lease mode), each judged once for all of its claims."""
-    counts = StateCounts(dict.fromkeys(CLAIM_STATES, 0), {}, {})
     groups = list(
         claims.annotate(row_state=_row_state_case(now_ms, timing))
         .values_list("holder_engine_id", "holder_session_epoch", "row_state")
         .annotate(n=Count("pk"))
         .order_by()
     )
-    named = {holder for holder, _, state, _ in groups if state == _BY_SESSION}
+    return tally_states(groups, now_ms, timing)
+
+
+# A group's state where the row decides it, or BY_SESSION where its session does.
+BY_SESSION = _BY_SESSION
+
+
+def tally_states(
+    groups: list[tuple[str | None, int | None, str, int]], now_ms: int, timing: ClaimTiming
+) -> StateCounts:
+    """Counts of (holder, session epoch, state or BY_SESSION, rows) groups per derived state,
+    holder and both, each session the groups name read once and judged once."""
+    counts = StateCounts(dict.fromkeys(CLAIM_STATES, 0), {}, {})
+    named = {holder for holder, _, state, _ in groups if state == _BY_SESSION and holder}
     sessions = OrmClaimStore().read_sessions(named) if named else {}
     for holder, session_epoch, state, n in groups:
-        if state == _BY_SESSION:
+        if state == _BY_SESSION:  # a valid session holder names both
             state = session_holder_state(
-                sessions.get(holder), holder, session_epoch, now_ms, timing
+                sessions.get(holder or ""), holder or "", session_epoch or 0, now_ms, timing
             )
-        counts.by_state[state] += n
+        counts.by_state[cast(ClaimState, state)] += n
         if holder:
             counts.by_holder[holder] = counts.by_holder.get(holder, 0) + n
             held = counts.by_holder_state.setdefault(holder, {})

@@ -23,7 +23,7 @@ from claims.selectors.claims.state_counts import claims_by_state_and_holder
 from .alert_rules import EXAMPLES
 
 
-def _ids_and_count(rows: Any) -> tuple[int, list[str]]:
+def ids_and_count(rows: Any) -> tuple[int, list[str]]:
     """The first few ids and the total, in one query (a window count over the whole match)."""
     found = list(
         rows.order_by("workflow_id")
@@ -77,7 +77,7 @@ class FleetScan:
 SNAPSHOT_FRESH_INTERVALS = 2
 
 
-def _workflows_by_type() -> tuple[dict[str, int], dict[str, dict[str, int]]]:
+def workflows_by_type() -> tuple[dict[str, int], dict[str, dict[str, int]]]:
     """Workflows per status (statuses in name order, absent ones omitted), and per type and
     status: one grouped count, read from the (status, type) index alone on PostgreSQL."""
     by_status: dict[str, int] = {}
@@ -100,10 +100,10 @@ def fleet_scan(*, now_ms: int, timing: ClaimTiming) -> FleetScan:
     holders = WorkflowClaim.objects.filter(
         workflow_id=OuterRef("pk"), holder_engine_id__isnull=False
     )
-    ownerless_running, ownerless_examples = _ids_and_count(
+    ownerless_running, ownerless_examples = ids_and_count(
         Workflow.objects.filter(status=WorkflowStatus.RUNNING).exclude(Exists(holders))
     )
-    by_status, by_type = _workflows_by_type()
+    by_status, by_type = workflows_by_type()
     return FleetScan(
         now_ms,
         counted.by_state,

@@ -1,0 +1,257 @@
+"""The fleet's kept counts (claims.models.fleet_counts) and the triggers that write their
+deltas, on PostgreSQL and SQLite alike.
+
+A claim row's key is (holder engine, session epoch when its class is "session", row class);
+a workflow's is (status, type). An update writes a delta only when its row's key changes
+(the trigger's WHEN), so a renewal, a checkpoint or a heartbeat writes none. On PostgreSQL
+an insert or delete writes one grouped delta per key for the whole statement (a seed of a
+million rows writes a few rows, not a million); a TRUNCATE drops the kept counts, so the
+next snapshot counts from the rows. Nothing is filled here: with no kept counts, beat's next
+snapshot counts from the rows (claims.services.fleet_counts)."""
+
+from django.db import migrations, models
+
+DELTAS = "claims_fleetcountdelta"
+KEPT = "claims_fleetcounts"
+CLAIMS = "claims_workflowclaim"
+WORKFLOWS = "claims_workflow"
+MAX_SAFE_INTEGER = 2**53 - 1
+
+HOLDER_COLUMNS = (
+    "holder_engine_id",
+    "holder_epoch",
+    "holder_expires_at_ms",
+    "holder_claimed_at_ms",
+)
+
+
+def claim_class(r):
+    """A claim row's class, as claims.services.fleet_counts.claim_class_case says it:
+    HOLDER_PRESENT and HOLDER_INVALID (claims.models.claims) of the row ``r``."""
+    present = " OR ".join(f"{r}.{column} IS NOT NULL" for column in HOLDER_COLUMNS)
+    invalid = " OR ".join(
+        [
+            f"{r}.holder_engine_id IS NULL",
+            f"{r}.holder_engine_id = ''",
+            f"{r}.holder_epoch IS NULL",
+            f"{r}.holder_epoch <> {r}.epoch",
+            f"({r}.holder_expires_at_ms IS NULL AND {r}.holder_session_epoch IS NULL)",
+            f"{r}.holder_claimed_at_ms IS NULL",
+            f"{r}.holder_expires_at_ms < 0",
+            f"{r}.holder_claimed_at_ms < 0",
+            f"{r}.holder_expires_at_ms > {MAX_SAFE_INTEGER}",
+            f"{r}.holder_claimed_at_ms > {MAX_SAFE_INTEGER}",
+        ]
+    )
+    return (
+        f"(CASE WHEN NOT ({present}) THEN 'ownerless' WHEN ({invalid}) THEN 'invalid' "
+        f"WHEN {r}.holder_session_epoch IS NOT NULL THEN 'session' ELSE 'lease' END)"
+    )
+
+
+def claim_key(r):
+    """(name, session_epoch, part) of a claim row."""
+    cls = claim_class(r)
+    return (
+        f"{r}.holder_engine_id",
+        f"(CASE WHEN {cls} = 'session' THEN {r}.holder_session_epoch END)",
+        cls,
+    )
+
+
+def workflow_key(r):
+    return (f"{r}.status", "CAST(NULL AS BIGINT)", f"{r}.workflow_type")
+
+
+TABLES = [
+    # (trigger name, table, kind, key of a row, WHEN an update changes the key)
+    (
+        "claim",
+        CLAIMS,
+        "claim",
+        claim_key,
+        "OLD.holder_engine_id IS DISTINCT FROM NEW.holder_engine_id "
+        "OR OLD.holder_session_epoch IS DISTINCT FROM NEW.holder_session_epoch "
+        f"OR {claim_class('OLD')} <> {claim_class('NEW')}",
+    ),
+    (
+        "workflow",
+        WORKFLOWS,
+        "workflow",
+        workflow_key,
+        "OLD.status IS DISTINCT FROM NEW.status OR OLD.workflow_type IS DISTINCT FROM NEW.workflow_type",
+    ),
+]
+
+COLUMNS = f"INSERT INTO {DELTAS} (kind, name, session_epoch, part, n)"
+
+
+def _values(kind, key, row, sign):
+    name, session_epoch, part = key(row)
+    return f"('{kind}', {name}, {session_epoch}, {part}, {sign}1)"
+
+
+def _row_update(kind, key):
+    return f"{COLUMNS} VALUES {_values(kind, key, 'OLD', '-')}, {_values(kind, key, 'NEW', '')};"
+
+
+def _grouped(kind, key, rows, sign):
+    name, session_epoch, part = key("r")
+    return (
+        f"{COLUMNS} SELECT '{kind}', k.name, k.session_epoch, k.part, {sign}count(*) FROM "
+        f"(SELECT {name} AS name, {session_epoch} AS session_epoch, {part} AS part FROM {rows} r) k "
+        "GROUP BY k.name, k.session_epoch, k.part;"
+    )
+
+
+def _plpgsql(name, body):
+    return (
+        f"CREATE OR REPLACE FUNCTION {DELTAS}_{name}() RETURNS trigger LANGUAGE plpgsql AS $$\n"
+        f"BEGIN\n{body}\nRETURN NULL;\nEND $$"
+    )
+
+
+# A TRUNCATE (a test or benchmark clearing its fleet) drops the kept counts and their
+# deltas: the next snapshot counts from the rows.
+TRUNCATED = f"DELETE FROM {KEPT}; DELETE FROM {DELTAS};"
+
+
+def _postgresql_create():
+    statements = []
+    for name, table, kind, key, changed in TABLES:
+        triggers = [
+            (
+                f"{name}_inserted",
+                f"AFTER INSERT ON {table} REFERENCING NEW TABLE AS added FOR EACH STATEMENT",
+                _grouped(kind, key, "added", ""),
+            ),
+            (
+                f"{name}_deleted",
+                f"AFTER DELETE ON {table} REFERENCING OLD TABLE AS removed FOR EACH STATEMENT",
+                _grouped(kind, key, "removed", "-"),
+            ),
+            (
+                f"{name}_changed",
+                f"AFTER UPDATE ON {table} FOR EACH ROW WHEN ({changed})",
+                _row_update(kind, key),
+            ),
+            (f"{name}_truncated", f"AFTER TRUNCATE ON {table} FOR EACH STATEMENT", TRUNCATED),
+        ]
+        for trigger, event, body in triggers:
+            statements += [
+                _plpgsql(trigger, body),
+                f"DROP TRIGGER IF EXISTS {DELTAS}_{trigger} ON {table}",
+                f"CREATE TRIGGER {DELTAS}_{trigger} {event} EXECUTE FUNCTION {DELTAS}_{trigger}()",
+            ]
+    return statements
+
+
+def _trigger_names():
+    for name, table, *_ in TABLES:
+        for suffix in ("inserted", "deleted", "changed", "truncated"):
+            yield f"{name}_{suffix}", table
+
+
+def _postgresql_drop():
+    statements = []
+    for trigger, table in _trigger_names():
+        statements += [
+            f"DROP TRIGGER IF EXISTS {DELTAS}_{trigger} ON {table}",
+            f"DROP FUNCTION IF EXISTS {DELTAS}_{trigger}()",
+        ]
+    return statements
+
+
+def _sqlite_create():
+    statements = []
+    for name, table, kind, key, changed in TABLES:
+        statements += [
+            f"CREATE TRIGGER IF NOT EXISTS {DELTAS}_{name}_inserted AFTER INSERT ON {table} "
+            f"FOR EACH ROW BEGIN {COLUMNS} VALUES {_values(kind, key, 'NEW', '')}; END",
+            f"CREATE TRIGGER IF NOT EXISTS {DELTAS}_{name}_deleted AFTER DELETE ON {table} "
+            f"FOR EACH ROW BEGIN {COLUMNS} VALUES {_values(kind, key, 'OLD', '-')}; END",
+            f"CREATE TRIGGER IF NOT EXISTS {DELTAS}_{name}_changed AFTER UPDATE ON {table} "
+            f"FOR EACH ROW WHEN {changed} BEGIN {_row_update(kind, key)} END",
+        ]
+    return statements
+
+
+def _sqlite_drop():
+    return [
+        f"DROP TRIGGER IF EXISTS {DELTAS}_{trigger}"
+        for trigger, _ in _trigger_names()
+        if not trigger.endswith("truncated")
+    ]
+
+
+def _run(schema_editor, by_vendor):
+    connection = schema_editor.connection
+    if connection.vendor not in by_vendor:
+        raise NotImplementedError(f"no fleet-count triggers for {connection.vendor}")
+    with connection.cursor() as cursor:
+        for statement in by_vendor[connection.vendor]():
+            cursor.execute(statement)
+
+
+def create(apps, schema_editor):
+    _run(schema_editor, {"postgresql": _postgresql_create, "sqlite": _sqlite_create})
+
+
+def drop(apps, schema_editor):
+    _run(schema_editor, {"postgresql": _postgresql_drop, "sqlite": _sqlite_drop})
+
+
+class Migration(migrations.Migration):
+    dependencies = [
+        ("claims", "0028_claim_granted_index"),
+    ]
+
+    operations = [
+        migrations.CreateModel(
+            name="FleetCountDelta",
+            fields=[
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                (
+                    "kind",
+                    models.CharField(
+                        choices=[("claim", "Claim"), ("workflow", "Workflow")], max_length=8
+                    ),
+                ),
+                ("name", models.CharField(max_length=255, null=True)),
+                ("session_epoch", models.BigIntegerField(null=True)),
+                ("part", models.CharField(max_length=100)),
+                ("n", models.IntegerField()),
+            ],
+            options={
+                "db_table": "claims_fleetcountdelta",
+            },
+        ),
+        migrations.CreateModel(
+            name="FleetCounts",
+            fields=[
+                (
+                    "id",
+                    models.PositiveSmallIntegerField(
+                        default=1, editable=False, primary_key=True, serialize=False
+                    ),
+                ),
+                ("recounted_at_ms", models.BigIntegerField()),
+                ("claims", models.JSONField(default=list)),
+                ("workflows", models.JSONField(default=list)),
+                ("unmarked_ownerless", models.JSONField(default=list)),
+            ],
+            options={
+                "constraints": [
+                    models.CheckConstraint(
+                        condition=models.Q(("id", 1)), name="fleet_counts_singleton"
+                    )
+                ],
+            },
+        ),
+        migrations.RunPython(create, drop),
+    ]
