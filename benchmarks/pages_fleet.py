@@ -338,6 +338,14 @@ def take_snapshot() -> None:
     fleet_snapshot_take(now_ms=fleet_clock()(), timing=claim_timing())
 
 
+def take_recount() -> None:
+    """The snapshot with its periodic recount from the rows due."""
+    from claims.models import FleetCounts
+
+    FleetCounts.objects.update(recounted_at_ms=0)
+    take_snapshot()
+
+
 def keep_alive(fleet: Fleet) -> None:
     """What the live engines write every renew interval: a heartbeat, and in the engine-lease
     mode a renewed session; without them they would turn silent (and their sessions lapse)
