@@ -111,9 +111,7 @@ def _added(kept: Counter[Any], deltas: Counter[Any]) -> Counter[Any]:
 
 
 def _holders() -> Exists:
-    return Exists(
-        WorkflowClaim.objects.filter(workflow_id=OuterRef("pk"), holder_engine_id__isnull=False)
-    )
+    return Exists(WorkflowClaim.objects.filter(HOLDER_PRESENT, workflow_id=OuterRef("pk")))
 
 
 def _ownerless(unmarked: list[str]) -> tuple[int, list[str]]:

@@ -45,7 +45,9 @@ def holder(rng: random.Random, epoch: int, now_ms: int) -> dict[str, object]:
     """A holder of one of the shapes the rows take: lease (live, in grace or expired),
     session, none, or garbage in its own columns."""
     engine = rng.choice(ENGINES)
-    shape = rng.choice(["lease", "lease", "session", "none", "garbled", "negative"])
+    shape = rng.choice(
+        ["lease", "lease", "session", "none", "garbled", "negative", "nameless", "undated"]
+    )
     lease = {
         "holder_engine_id": engine,
         "holder_epoch": epoch,
@@ -59,6 +61,10 @@ def holder(rng: random.Random, epoch: int, now_ms: int) -> dict[str, object]:
         return dict.fromkeys(lease)
     if shape == "garbled":
         return {**lease, "holder_epoch": epoch + 1}
+    if shape == "nameless":
+        return {**lease, "holder_engine_id": rng.choice(["", None])}
+    if shape == "undated":
+        return {**lease, "holder_claimed_at_ms": None, "holder_expires_at_ms": None}
     if shape == "negative":
         return {**lease, "holder_expires_at_ms": rng.choice([-1, MAX_SAFE_INTEGER + 1])}
     return lease

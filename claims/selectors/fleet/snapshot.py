@@ -16,6 +16,7 @@ from django.db.models import Count, Exists, OuterRef, Window
 from django.db.models.fields.json import KeyTransform
 
 from claims.models import FleetSnapshot, Workflow, WorkflowClaim, WorkflowStatus
+from claims.models.claims import HOLDER_PRESENT
 from claims.protocol.states import ClaimState
 from claims.protocol.timing import ClaimTiming
 from claims.selectors.claims.state_counts import claims_by_state_and_holder
@@ -97,9 +98,9 @@ def fleet_scan(*, now_ms: int, timing: ClaimTiming) -> FleetScan:
     """Three scans: claims by derived state and holder, stranded running workflows, workflows
     by status and type."""
     counted = claims_by_state_and_holder(WorkflowClaim.objects.all(), now_ms, timing)
-    holders = WorkflowClaim.objects.filter(
-        workflow_id=OuterRef("pk"), holder_engine_id__isnull=False
-    )
+    # Held as the ownerless marks and reclaim's discovery judge it (any holder column set):
+    # a holder garbled in its own columns is an invalid claim, not an ownerless workflow.
+    holders = WorkflowClaim.objects.filter(HOLDER_PRESENT, workflow_id=OuterRef("pk"))
     ownerless_running, ownerless_examples = ids_and_count(
         Workflow.objects.filter(status=WorkflowStatus.RUNNING).exclude(Exists(holders))
     )
