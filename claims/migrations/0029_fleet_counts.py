@@ -3,11 +3,12 @@ deltas, on PostgreSQL and SQLite alike.
 
 A claim row's key is (holder engine, session epoch when its class is "session", row class);
 a workflow's is (status, type). An update writes a delta only where a key's count moves,
-so a renewal, a checkpoint or a heartbeat writes none. On PostgreSQL every statement writes
-one grouped delta per key whose count it moved, from its transition tables (a takeover of
-a thousand claims writes two rows; a row trigger would cost 16 ms more per thousand); a
-TRUNCATE drops the kept counts, so the next snapshot counts from the rows. On SQLite, which
-has row triggers only, an update writes a delta when its row's key changes (the WHEN). Nothing is filled here: with no kept counts, beat's next
+so a renewal, a checkpoint or a heartbeat writes none. On PostgreSQL every statement on the
+claims writes one grouped delta per key whose count it moved, from its transition tables
+(a takeover of a thousand claims writes two rows; a row trigger would cost 16 ms more per
+thousand); the workflows, written a row at a time, have row triggers whose WHEN skips an
+update that keeps status and type; a TRUNCATE drops the kept counts, so the next snapshot
+counts from the rows. SQLite has row triggers only, with the same WHEN. Nothing is filled here: with no kept counts, beat's next
 snapshot counts from the rows (claims.services.fleet_counts)."""
 
 from django.db import migrations, models
@@ -129,29 +130,48 @@ def _plpgsql(name, body):
 TRUNCATED = f"DELETE FROM {KEPT}; DELETE FROM {DELTAS};"
 
 
+def _per_statement(table, kind, key):
+    """Claims change in sets (a takeover, a sweep, a renewal of thousands): one grouped
+    delta per statement, from its transition tables."""
+    return [
+        (
+            "inserted",
+            f"AFTER INSERT ON {table} REFERENCING NEW TABLE AS added FOR EACH STATEMENT",
+            _grouped(kind, key, "added", ""),
+        ),
+        (
+            "deleted",
+            f"AFTER DELETE ON {table} REFERENCING OLD TABLE AS removed FOR EACH STATEMENT",
+            _grouped(kind, key, "removed", "-"),
+        ),
+        (
+            "changed",
+            f"AFTER UPDATE ON {table} REFERENCING OLD TABLE AS removed NEW TABLE AS added "
+            "FOR EACH STATEMENT",
+            _net(kind, key),
+        ),
+    ]
+
+
+def _per_row(table, kind, key, changed):
+    """Workflows change one row a statement (a start, a checkpoint, a finish): a statement
+    trigger would run a grouped query for every checkpoint, where a row trigger's WHEN,
+    judged before any function runs, skips every one that keeps status and type."""
+    return [
+        ("inserted", f"AFTER INSERT ON {table} FOR EACH ROW", f"{COLUMNS} VALUES {_values(kind, key, 'NEW', '')};"),
+        ("deleted", f"AFTER DELETE ON {table} FOR EACH ROW", f"{COLUMNS} VALUES {_values(kind, key, 'OLD', '-')};"),
+        ("changed", f"AFTER UPDATE ON {table} FOR EACH ROW WHEN ({changed})", _row_update(kind, key)),
+    ]
+
+
 def _postgresql_create():
     statements = []
-    for name, table, kind, key, _ in TABLES:
-        triggers = [
-            (
-                f"{name}_inserted",
-                f"AFTER INSERT ON {table} REFERENCING NEW TABLE AS added FOR EACH STATEMENT",
-                _grouped(kind, key, "added", ""),
-            ),
-            (
-                f"{name}_deleted",
-                f"AFTER DELETE ON {table} REFERENCING OLD TABLE AS removed FOR EACH STATEMENT",
-                _grouped(kind, key, "removed", "-"),
-            ),
-            (
-                f"{name}_changed",
-                f"AFTER UPDATE ON {table} REFERENCING OLD TABLE AS removed NEW TABLE AS added "
-                "FOR EACH STATEMENT",
-                _net(kind, key),
-            ),
-            (f"{name}_truncated", f"AFTER TRUNCATE ON {table} FOR EACH STATEMENT", TRUNCATED),
-        ]
-        for trigger, event, body in triggers:
+    for name, table, kind, key, changed in TABLES:
+        by_statement = table == CLAIMS
+        triggers = _per_statement(table, kind, key) if by_statement else _per_row(table, kind, key, changed)
+        triggers.append(("truncated", f"AFTER TRUNCATE ON {table} FOR EACH STATEMENT", TRUNCATED))
+        for suffix, event, body in triggers:
+            trigger = f"{name}_{suffix}"
             statements += [
                 _plpgsql(trigger, body),
                 f"DROP TRIGGER IF EXISTS {DELTAS}_{trigger} ON {table}",
