@@ -65,24 +65,22 @@ def workflow_key(r):
     return (f"{r}.status", "CAST(NULL AS BIGINT)", f"{r}.workflow_type")
 
 
+def claim_key_changed(differ):
+    """Whether an update moved a claim row to another key; ``differ`` is the null-safe
+    inequality (PostgreSQL's IS DISTINCT FROM; SQLite's IS NOT, which every SQLite has)."""
+    old, new = claim_key("OLD"), claim_key("NEW")
+    return " OR ".join(f"{a} {differ} {b}" for a, b in zip(old, new, strict=True))
+
+
+def workflow_key_changed(differ):
+    return f"OLD.status {differ} NEW.status OR OLD.workflow_type {differ} NEW.workflow_type"
+
+
 TABLES = [
-    # (trigger name, table, kind, key of a row, WHEN an update changes the key)
-    (
-        "claim",
-        CLAIMS,
-        "claim",
-        claim_key,
-        "OLD.holder_engine_id IS DISTINCT FROM NEW.holder_engine_id "
-        "OR OLD.holder_session_epoch IS DISTINCT FROM NEW.holder_session_epoch "
-        f"OR {claim_class('OLD')} <> {claim_class('NEW')}",
-    ),
-    (
-        "workflow",
-        WORKFLOWS,
-        "workflow",
-        workflow_key,
-        "OLD.status IS DISTINCT FROM NEW.status OR OLD.workflow_type IS DISTINCT FROM NEW.workflow_type",
-    ),
+    # (trigger name, table, kind, key of a row, WHEN an update changes the key, given the
+    # null-safe inequality)
+    ("claim", CLAIMS, "claim", claim_key, claim_key_changed),
+    ("workflow", WORKFLOWS, "workflow", workflow_key, workflow_key_changed),
 ]
 
 COLUMNS = f"INSERT INTO {DELTAS} (kind, name, session_epoch, part, n)"
@@ -168,7 +166,11 @@ def _postgresql_create():
     statements = []
     for name, table, kind, key, changed in TABLES:
         by_statement = table == CLAIMS
-        triggers = _per_statement(table, kind, key) if by_statement else _per_row(table, kind, key, changed)
+        triggers = (
+            _per_statement(table, kind, key)
+            if by_statement
+            else _per_row(table, kind, key, changed("IS DISTINCT FROM"))
+        )
         triggers.append(("truncated", f"AFTER TRUNCATE ON {table} FOR EACH STATEMENT", TRUNCATED))
         for suffix, event, body in triggers:
             trigger = f"{name}_{suffix}"
@@ -205,7 +207,7 @@ def _sqlite_create():
             f"CREATE TRIGGER IF NOT EXISTS {DELTAS}_{name}_deleted AFTER DELETE ON {table} "
             f"FOR EACH ROW BEGIN {COLUMNS} VALUES {_values(kind, key, 'OLD', '-')}; END",
             f"CREATE TRIGGER IF NOT EXISTS {DELTAS}_{name}_changed AFTER UPDATE ON {table} "
-            f"FOR EACH ROW WHEN {changed} BEGIN {_row_update(kind, key)} END",
+            f"FOR EACH ROW WHEN {changed('IS NOT')} BEGIN {_row_update(kind, key)} END",
         ]
     return statements
 

@@ -43,7 +43,7 @@ logger = logging.getLogger(__name__)
 RECOUNT_EVERY_MS = 300_000
 # Running workflows that recount found with no holder and no ownerless mark (a workflow
 # running with no index row, which only the authoritative scan finds) judged again each
-# snapshot, at most; more than this are counted at the next recount.
+# snapshot, at most; with more than this, each snapshot judges every running workflow.
 UNMARKED_KEPT = 1_000
 
 ClaimKey = tuple[str | None, int | None, str]  # holder, session epoch, row class
@@ -86,16 +86,24 @@ def _workflows_from_rows() -> Counter[WorkflowKey]:
     )
 
 
+_DELETED = f"DELETE FROM {FLEET_COUNT_DELTA_TABLE} RETURNING kind, name, session_epoch, part, n"
+# On PostgreSQL summed by the server, so a backlog (beat down for hours) crosses the network
+# as one row per key; SQLite cannot DELETE inside a WITH, and its rows are read one by one.
+_TAKE_DELTAS = {
+    True: f"WITH d AS ({_DELETED}) SELECT kind, name, session_epoch, part, sum(n) FROM d "
+    "GROUP BY kind, name, session_epoch, part",
+    False: _DELETED,
+}
+
+
 def _take_deltas() -> tuple[Counter[ClaimKey], Counter[WorkflowKey]]:
     """Every delta this snapshot sees, deleted and summed: a delta committed after it stays
     for the next fold, so each is counted once."""
     claims: Counter[ClaimKey] = Counter()
     workflows: Counter[WorkflowKey] = Counter()
     with connection.cursor() as cursor:
-        cursor.execute(
-            f"DELETE FROM {FLEET_COUNT_DELTA_TABLE} RETURNING kind, name, session_epoch, part, n"
-        )
-        for kind, name, session_epoch, part, n in cursor.fetchall():
+        cursor.execute(_TAKE_DELTAS[connection.vendor == "postgresql"])
+        for kind, name, session_epoch, part, n in cursor:
             if kind == FleetCountKind.CLAIM:
                 claims[(name, session_epoch, part)] += n
             else:
@@ -117,8 +125,11 @@ def _holders() -> Exists:
 def _ownerless(unmarked: list[str]) -> tuple[int, list[str]]:
     """Running workflows with no holder among the marked ones and, apart, among the kept
     unmarked ones no mark names now: two reads each bounded by its list, never a scan of
-    the running workflows."""
+    the running workflows; unless the recount found more unmarked ones than it keeps (the
+    index missing thousands, until a backfill), when every running workflow is judged."""
     running = Workflow.objects.filter(status=WorkflowStatus.RUNNING).exclude(_holders())
+    if len(unmarked) > UNMARKED_KEPT:
+        return ids_and_count(running)
     marked_ids = OwnerlessMark.objects.values("workflow_id")
     count, examples = ids_and_count(running.filter(workflow_id__in=marked_ids))
     if unmarked:
@@ -138,7 +149,7 @@ def _unmarked_ownerless() -> list[str]:
         .exclude(_holders())
         .exclude(Exists(marked))
         .order_by("workflow_id")
-        .values_list("workflow_id", flat=True)[:UNMARKED_KEPT]
+        .values_list("workflow_id", flat=True)[: UNMARKED_KEPT + 1]  # one more: overflowing
     )
 
 
@@ -194,24 +205,31 @@ def _report_drift(name: str, kept: Counter[Any], counted: Counter[Any]) -> None:
         )
 
 
-def _repeatable_read() -> None:
-    """Every read of this transaction from one snapshot (PostgreSQL; SQLite's transaction
-    already is one). Only where this call began the transaction."""
-    if connection.vendor == "postgresql":
-        with connection.cursor() as cursor:
+def _one_snapshot(outermost: bool) -> None:
+    """On PostgreSQL, every read of this transaction from one snapshot, taken after no other
+    fold can run: REPEATABLE READ where this call began the transaction, and the kept
+    counts' table locked against another beat first (LOCK takes no snapshot, where a
+    SELECT ... FOR UPDATE would take it before waiting, and then fail to serialise with
+    the fold it waited for). SQLite's IMMEDIATE transaction already is both."""
+    if connection.vendor != "postgresql":
+        return
+    with connection.cursor() as cursor:
+        if outermost:
             cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+        cursor.execute(f"LOCK TABLE {FleetCounts._meta.db_table} IN SHARE ROW EXCLUSIVE MODE")
 
 
 def kept_fleet_scan(*, now_ms: int, timing: ClaimTiming) -> FleetScan:
     """The fleet scan from the kept counts, folding in the deltas since the last snapshot;
-    counted from the rows when there are no kept counts or a recount is due."""
+    counted from the rows when there are no kept counts or a recount is due (or the clock
+    went back past the last one). Beat calls it outside any transaction, as it must be on
+    PostgreSQL for a recount to read the rows and the deltas it replaces in one snapshot."""
     outermost = not connection.in_atomic_block
     with transaction.atomic():
-        if outermost:
-            _repeatable_read()
-        kept_row = FleetCounts.objects.select_for_update().filter(id=1).first()
+        _one_snapshot(outermost)
+        kept_row = FleetCounts.objects.filter(id=1).first()
         claim_deltas, workflow_deltas = _take_deltas()
-        if kept_row is None or now_ms - kept_row.recounted_at_ms >= RECOUNT_EVERY_MS:
+        if kept_row is None or not 0 <= now_ms - kept_row.recounted_at_ms < RECOUNT_EVERY_MS:
             claims, workflows = _claims_from_rows(), _workflows_from_rows()
             if kept_row is not None:
                 _report_drift("claim", _added(_kept_claims(kept_row), claim_deltas), claims)
@@ -227,7 +245,7 @@ def kept_fleet_scan(*, now_ms: int, timing: ClaimTiming) -> FleetScan:
             recounted_at_ms = kept_row.recounted_at_ms
         counts = tally_states(_state_groups(claims, now_ms, timing), now_ms, timing)
         ownerless, examples = _ownerless(unmarked)
-        if unmarked:  # keep those still ownerless
+        if 0 < len(unmarked) <= UNMARKED_KEPT:  # keep those still ownerless
             unmarked = _still_ownerless(unmarked)
         FleetCounts.objects.update_or_create(
             id=1,

@@ -73,3 +73,40 @@ def test_folds_racing_the_writes_count_every_change_once():
     assert not FleetCountDelta.objects.exists()
     assert kept.as_json() == fleet_scan(now_ms=START_MS, timing=TIMING).as_json()
     assert sum(kept.by_holder.get(f"engine-{n}", 0) for n in range(ENGINES)) == CLAIMS
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(120)
+@pytest.mark.django_db(transaction=True)
+def test_two_beats_folding_at_once_both_answer_and_count_once():
+    """Two beats (a task overlapping the next) wait for each other rather than fail, each
+    from a snapshot taken after the other's fold."""
+    _strand([f"swept-{n:04d}" for n in range(200)])
+    clock = FakeClock(START_MS)
+    finished: list[str] = []
+
+    def sweep() -> dict[str, Any]:
+        store = OrmClaimStore()
+        session = EngineSessionLease(store, engine_id="taker", clock=clock, timing=TIMING)
+        registry = ClaimRegistry(
+            store, engine_id="taker", clock=clock, timing=TIMING, liveness=SessionLeases(session)
+        )
+        try:
+            while len(registry.take_over_session(("dead", 1), **TAKE)) == CHUNK:
+                time.sleep(0.002)
+        finally:
+            finished.append("taker")
+        return {}
+
+    def beat() -> dict[str, Any]:
+        folds = 0
+        while not finished or folds < 5:
+            kept_fleet_scan(now_ms=START_MS, timing=TIMING)
+            folds += 1
+        return {"folds": folds}
+
+    race_in_threads({"taker": sweep, "beat-1": beat, "beat-2": beat}, lambda ms: None, timeout_s=60)
+
+    kept = kept_fleet_scan(now_ms=START_MS, timing=TIMING)
+    assert kept.as_json() == fleet_scan(now_ms=START_MS, timing=TIMING).as_json()
+    assert kept.by_holder == {"taker": 200}

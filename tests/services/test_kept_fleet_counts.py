@@ -218,3 +218,29 @@ def test_a_fold_that_fails_leaves_its_deltas_for_the_next(monkeypatch):
     assert kept_fleet_scan(now_ms=NOW + 5_000, timing=TIMING).by_holder == {"e-1": 1}
     # Taken again (its answer lost, say), the same snapshot counts the same.
     assert kept_fleet_scan(now_ms=NOW + 5_000, timing=TIMING).by_holder == {"e-1": 1}
+
+
+def test_more_unmarked_ownerless_than_kept_are_all_counted(monkeypatch):
+    """Past the ids it keeps, each snapshot judges every running workflow until the next
+    recount, so the count stays exact."""
+    monkeypatch.setattr(fleet_counts, "UNMARKED_KEPT", 2)
+    for n in range(4):
+        Workflow.objects.create(
+            workflow_id=f"wf-{n}",
+            workflow_type="order",
+            status="running",
+            state={},
+            created_at_ms=0,
+            updated_at_ms=0,
+        )
+    assert kept_fleet_scan(now_ms=NOW, timing=TIMING).ownerless_running == 4
+    WorkflowClaim.objects.create(
+        workflow_id="wf-0",
+        epoch=1,
+        holder_engine_id="e-1",
+        holder_epoch=1,
+        holder_expires_at_ms=NOW + 30_000,
+        holder_claimed_at_ms=NOW,
+    )
+    for later in (5_000, 10_000):
+        assert kept_fleet_scan(now_ms=NOW + later, timing=TIMING).ownerless_running == 3
