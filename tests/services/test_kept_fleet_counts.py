@@ -41,6 +41,30 @@ def same_as_a_scan(now_ms: int) -> None:
     assert kept.as_json() == fleet_scan(now_ms=now_ms, timing=TIMING).as_json()
 
 
+def held_claim(workflow_id: str, *, expires_at_ms: int) -> None:
+    """A claim at epoch 1 held by e-1 by its own expiry (the workflow-lease mode)."""
+    WorkflowClaim.objects.create(
+        workflow_id=workflow_id,
+        epoch=1,
+        holder_engine_id="e-1",
+        holder_epoch=1,
+        holder_expires_at_ms=expires_at_ms,
+        holder_claimed_at_ms=NOW,
+    )
+
+
+def running_workflow(workflow_id: str) -> None:
+    """A running workflow with no index row: only the recount finds it ownerless."""
+    Workflow.objects.create(
+        workflow_id=workflow_id,
+        workflow_type="order",
+        status="running",
+        state={},
+        created_at_ms=0,
+        updated_at_ms=0,
+    )
+
+
 def holder(rng: random.Random, epoch: int, now_ms: int) -> dict[str, object]:
     """A holder of one of the shapes the rows take: lease (live, in grace or expired),
     session, none, or garbage in its own columns."""
@@ -120,22 +144,8 @@ def test_the_kept_counts_equal_a_scan_after_any_writes(seed):
 
 
 def test_a_renewal_and_a_checkpoint_write_no_delta():
-    WorkflowClaim.objects.create(
-        workflow_id="wf-1",
-        epoch=1,
-        holder_engine_id="e-1",
-        holder_epoch=1,
-        holder_expires_at_ms=NOW + 10_000,
-        holder_claimed_at_ms=NOW,
-    )
-    Workflow.objects.create(
-        workflow_id="wf-1",
-        workflow_type="order",
-        status="running",
-        state={},
-        created_at_ms=0,
-        updated_at_ms=0,
-    )
+    held_claim("wf-1", expires_at_ms=NOW + 10_000)
+    running_workflow("wf-1")
     kept_fleet_scan(now_ms=NOW, timing=TIMING)
 
     WorkflowClaim.objects.filter(workflow_id="wf-1").update(holder_expires_at_ms=NOW + 20_000)
@@ -147,14 +157,7 @@ def test_a_renewal_and_a_checkpoint_write_no_delta():
 
 
 def test_a_recount_repairs_counts_that_drifted(caplog):
-    WorkflowClaim.objects.create(
-        workflow_id="wf-1",
-        epoch=1,
-        holder_engine_id="e-1",
-        holder_epoch=1,
-        holder_expires_at_ms=NOW + 10_000,
-        holder_claimed_at_ms=NOW,
-    )
+    held_claim("wf-1", expires_at_ms=NOW + 10_000)
     kept_fleet_scan(now_ms=NOW, timing=TIMING)
     FleetCounts.objects.update(claims=[["e-9", None, "lease", 7]])  # drifted
 
@@ -171,40 +174,19 @@ def test_a_recount_repairs_counts_that_drifted(caplog):
 def test_a_running_workflow_with_no_mark_is_counted_from_the_recount_until_held():
     """A running workflow with no holder that no trigger marked (written outside weftboard,
     or its index row missing) is found by the recount and judged again every snapshot."""
-    Workflow.objects.create(
-        workflow_id="wf-1",
-        workflow_type="order",
-        status="running",
-        state={},
-        created_at_ms=0,
-        updated_at_ms=0,
-    )
+    running_workflow("wf-1")
     assert kept_fleet_scan(now_ms=NOW, timing=TIMING).ownerless_running == 1
     assert FleetCounts.objects.get().unmarked_ownerless == ["wf-1"]
     assert kept_fleet_scan(now_ms=NOW + 5_000, timing=TIMING).ownerless_examples == ["wf-1"]
 
-    WorkflowClaim.objects.create(
-        workflow_id="wf-1",
-        epoch=1,
-        holder_engine_id="e-1",
-        holder_epoch=1,
-        holder_expires_at_ms=NOW + 30_000,
-        holder_claimed_at_ms=NOW,
-    )
+    held_claim("wf-1", expires_at_ms=NOW + 30_000)
     assert kept_fleet_scan(now_ms=NOW + 10_000, timing=TIMING).ownerless_running == 0
     assert FleetCounts.objects.get().unmarked_ownerless == []
 
 
 def test_a_fold_that_fails_leaves_its_deltas_for_the_next(monkeypatch):
     kept_fleet_scan(now_ms=NOW, timing=TIMING)
-    WorkflowClaim.objects.create(
-        workflow_id="wf-1",
-        epoch=1,
-        holder_engine_id="e-1",
-        holder_epoch=1,
-        holder_expires_at_ms=NOW + 10_000,
-        holder_claimed_at_ms=NOW,
-    )
+    held_claim("wf-1", expires_at_ms=NOW + 10_000)
 
     def fail(*args, **kwargs):
         raise RuntimeError("the database went away")
@@ -225,22 +207,8 @@ def test_more_unmarked_ownerless_than_kept_are_all_counted(monkeypatch):
     recount, so the count stays exact."""
     monkeypatch.setattr(fleet_counts, "UNMARKED_KEPT", 2)
     for n in range(4):
-        Workflow.objects.create(
-            workflow_id=f"wf-{n}",
-            workflow_type="order",
-            status="running",
-            state={},
-            created_at_ms=0,
-            updated_at_ms=0,
-        )
+        running_workflow(f"wf-{n}")
     assert kept_fleet_scan(now_ms=NOW, timing=TIMING).ownerless_running == 4
-    WorkflowClaim.objects.create(
-        workflow_id="wf-0",
-        epoch=1,
-        holder_engine_id="e-1",
-        holder_epoch=1,
-        holder_expires_at_ms=NOW + 30_000,
-        holder_claimed_at_ms=NOW,
-    )
+    held_claim("wf-0", expires_at_ms=NOW + 30_000)
     for later in (5_000, 10_000):
         assert kept_fleet_scan(now_ms=NOW + later, timing=TIMING).ownerless_running == 3
