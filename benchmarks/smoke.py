@@ -62,7 +62,7 @@ SIZES: dict[str, dict[str, Any]] = {
         "ENGINE_COUNTS": (2, 3),
         "INTERVAL_MS": 500,
         "WARMUP_TICKS": 1,
-        "MEASURED_TICKS": 2,
+        "MEASURED_TICKS": 4,  # a tick slipped under load still leaves each engine a pass
     },
     "benchmarks.mass_failover": {
         "TOTAL": 1_000,
