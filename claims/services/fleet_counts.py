@@ -25,16 +25,20 @@ from claims.models import (
     FleetCountKind,
     FleetCounts,
     OwnerlessMark,
-    Workflow,
     WorkflowClaim,
-    WorkflowStatus,
 )
 from claims.models.claims import HOLDER_INVALID, HOLDER_PRESENT
 from claims.models.fleet_counts import FLEET_COUNT_DELTA_TABLE
 from claims.protocol.timing import ClaimTiming
 from claims.selectors.claims.state_counts import BY_SESSION, tally_states
 from claims.selectors.fleet.alert_rules import EXAMPLES
-from claims.selectors.fleet.snapshot import FleetScan, ids_and_count, workflows_by_type
+from claims.selectors.fleet.snapshot import (
+    FleetScan,
+    grouped_by_type,
+    ids_and_count,
+    running_unheld,
+    workflows_by_type,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -118,16 +122,12 @@ def _added(kept: Counter[Any], deltas: Counter[Any]) -> Counter[Any]:
     return Counter({key: n for key, n in total.items() if n != 0})
 
 
-def _holders() -> Exists:
-    return Exists(WorkflowClaim.objects.filter(HOLDER_PRESENT, workflow_id=OuterRef("pk")))
-
-
 def _ownerless(unmarked: list[str]) -> tuple[int, list[str]]:
     """Running workflows with no holder among the marked ones and, apart, among the kept
     unmarked ones no mark names now: two reads each bounded by its list, never a scan of
     the running workflows; unless the recount found more unmarked ones than it keeps (the
     index missing thousands, until a backfill), when every running workflow is judged."""
-    running = Workflow.objects.filter(status=WorkflowStatus.RUNNING).exclude(_holders())
+    running = running_unheld()
     if len(unmarked) > UNMARKED_KEPT:
         return ids_and_count(running)
     marked_ids = OwnerlessMark.objects.values("workflow_id")
@@ -145,8 +145,7 @@ def _ownerless(unmarked: list[str]) -> tuple[int, list[str]]:
 def _unmarked_ownerless() -> list[str]:
     marked = OwnerlessMark.objects.filter(workflow_id=OuterRef("pk"))
     return list(
-        Workflow.objects.filter(status=WorkflowStatus.RUNNING)
-        .exclude(_holders())
+        running_unheld()
         .exclude(Exists(marked))
         .order_by("workflow_id")
         .values_list("workflow_id", flat=True)[: UNMARKED_KEPT + 1]  # one more: overflowing
@@ -256,11 +255,7 @@ def kept_fleet_scan(*, now_ms: int, timing: ClaimTiming) -> FleetScan:
                 "unmarked_ownerless": unmarked,
             },
         )
-    by_status: dict[str, int] = {}
-    by_type: dict[str, dict[str, int]] = {}
-    for (status, wf_type), n in sorted(workflows.items()):
-        by_status[status] = by_status.get(status, 0) + n
-        by_type.setdefault(wf_type, {})[status] = n
+    by_status, by_type = grouped_by_type((*key, n) for key, n in sorted(workflows.items()))
     return FleetScan(
         now_ms,
         counts.by_state,
@@ -275,8 +270,8 @@ def kept_fleet_scan(*, now_ms: int, timing: ClaimTiming) -> FleetScan:
 
 def _still_ownerless(workflow_ids: list[str]) -> list[str]:
     return list(
-        Workflow.objects.filter(workflow_id__in=workflow_ids, status=WorkflowStatus.RUNNING)
-        .exclude(_holders())
+        running_unheld()
+        .filter(workflow_id__in=workflow_ids)
         .order_by("workflow_id")
         .values_list("workflow_id", flat=True)
     )

@@ -14,7 +14,7 @@ from claims.protocol.timing import ClaimTiming
 from claims.store import OrmClaimStore
 
 # A holder well formed in its own columns that names a session: its state is its session's.
-_BY_SESSION = "session"
+BY_SESSION = "session"
 
 
 def _row_state_case(now_ms: int, timing: ClaimTiming) -> Case:
@@ -25,7 +25,7 @@ def _row_state_case(now_ms: int, timing: ClaimTiming) -> Case:
     return Case(
         When(~HOLDER_PRESENT, then=Value("ownerless")),
         When(HOLDER_INVALID, then=Value("invalid")),
-        When(holder_session_epoch__isnull=False, then=Value(_BY_SESSION)),
+        When(holder_session_epoch__isnull=False, then=Value(BY_SESSION)),
         When(holder_expires_at_ms__gte=now_ms, then=Value("live")),
         When(holder_expires_at_ms__gte=takeover_from, then=Value("in-grace")),
         default=Value("expired"),
@@ -58,20 +58,16 @@ def claims_by_state_and_holder(claims: Any, now_ms: int, timing: ClaimTiming) ->
     return tally_states(groups, now_ms, timing)
 
 
-# A group's state where the row decides it, or BY_SESSION where its session does.
-BY_SESSION = _BY_SESSION
-
-
 def tally_states(
     groups: list[tuple[str | None, int | None, str, int]], now_ms: int, timing: ClaimTiming
 ) -> StateCounts:
     """Counts of (holder, session epoch, state or BY_SESSION, rows) groups per derived state,
     holder and both, each session the groups name read once and judged once."""
     counts = StateCounts(dict.fromkeys(CLAIM_STATES, 0), {}, {})
-    named = {holder for holder, _, state, _ in groups if state == _BY_SESSION and holder}
+    named = {holder for holder, _, state, _ in groups if state == BY_SESSION and holder}
     sessions = OrmClaimStore().read_sessions(named) if named else {}
     for holder, session_epoch, state, n in groups:
-        if state == _BY_SESSION:  # a valid session holder names both
+        if state == BY_SESSION:  # a valid session holder names both
             state = session_holder_state(
                 sessions.get(holder or ""), holder or "", session_epoch or 0, now_ms, timing
             )

@@ -9,6 +9,7 @@ more of it.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -78,32 +79,42 @@ class FleetScan:
 SNAPSHOT_FRESH_INTERVALS = 2
 
 
-def workflows_by_type() -> tuple[dict[str, int], dict[str, dict[str, int]]]:
-    """Workflows per status (statuses in name order, absent ones omitted), and per type and
-    status: one grouped count, read from the (status, type) index alone on PostgreSQL."""
+def grouped_by_type(
+    rows: Iterable[tuple[str, str, int]],
+) -> tuple[dict[str, int], dict[str, dict[str, int]]]:
+    """(status, type, workflows) rows, in status then type order, as workflows per status and
+    per type and status."""
     by_status: dict[str, int] = {}
     by_type: dict[str, dict[str, int]] = {}
-    rows = (
-        Workflow.objects.values_list("status", "workflow_type")
-        .annotate(n=Count("pk"))
-        .order_by("status", "workflow_type")
-    )
     for status, workflow_type, n in rows:
         by_status[status] = by_status.get(status, 0) + n
         by_type.setdefault(workflow_type, {})[status] = n
     return by_status, by_type
 
 
+def workflows_by_type() -> tuple[dict[str, int], dict[str, dict[str, int]]]:
+    """Workflows per status (statuses in name order, absent ones omitted), and per type and
+    status: one grouped count, read from the (status, type) index alone on PostgreSQL."""
+    return grouped_by_type(
+        Workflow.objects.values_list("status", "workflow_type")
+        .annotate(n=Count("pk"))
+        .order_by("status", "workflow_type")
+    )
+
+
+def running_unheld() -> Any:
+    """Running workflows with no claim holder, held as the ownerless marks and reclaim's
+    discovery judge it (any holder column set): a holder garbled in its own columns is an
+    invalid claim, not an ownerless workflow."""
+    holders = WorkflowClaim.objects.filter(HOLDER_PRESENT, workflow_id=OuterRef("pk"))
+    return Workflow.objects.filter(status=WorkflowStatus.RUNNING).exclude(Exists(holders))
+
+
 def fleet_scan(*, now_ms: int, timing: ClaimTiming) -> FleetScan:
     """Three scans: claims by derived state and holder, stranded running workflows, workflows
     by status and type."""
     counted = claims_by_state_and_holder(WorkflowClaim.objects.all(), now_ms, timing)
-    # Held as the ownerless marks and reclaim's discovery judge it (any holder column set):
-    # a holder garbled in its own columns is an invalid claim, not an ownerless workflow.
-    holders = WorkflowClaim.objects.filter(HOLDER_PRESENT, workflow_id=OuterRef("pk"))
-    ownerless_running, ownerless_examples = ids_and_count(
-        Workflow.objects.filter(status=WorkflowStatus.RUNNING).exclude(Exists(holders))
-    )
+    ownerless_running, ownerless_examples = ids_and_count(running_unheld())
     by_status, by_type = workflows_by_type()
     return FleetScan(
         now_ms,
