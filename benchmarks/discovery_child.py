@@ -18,6 +18,7 @@ Spawned before Django is set up: nothing here imports Django at module level.
 from __future__ import annotations
 
 import os
+import queue
 import re
 import threading
 import time
@@ -49,6 +50,9 @@ class Plan:
     warmup_ticks: int
     measured_ticks: int
     legacy: bool
+    # Each tick carries beat's share of its reads for the fleet, read by a process of its
+    # own at the tick's instant as fan_out_ticks reads it (``run_beat``).
+    beat: bool = False
 
 
 @dataclass
@@ -56,6 +60,7 @@ class StatementTimes:
     """Statement time by the pass that sent it, while the window is open."""
 
     open: bool = False
+    only: str = ""  # every statement to this category (beat's process)
     ms: dict[str, float] = field(default_factory=lambda: defaultdict(float))
     count: dict[str, int] = field(default_factory=lambda: defaultdict(int))
     # Per statement text (normalized), how often each pass sent it: the parent splits the
@@ -76,6 +81,8 @@ class StatementTimes:
             self._local.heartbeat = False
 
     def category(self) -> str:
+        if self.only:
+            return self.only
         name = threading.current_thread().name
         if getattr(self._local, "heartbeat", False):
             return "heartbeat"
@@ -140,7 +147,7 @@ def _use_legacy_reads() -> None:
             .values_list("workflow_id", flat=True)
         )
 
-    def due_now(self: Any) -> list[str]:
+    def due_now(self: Any, given: Any = None) -> list[str]:
         held = self.registry.held_workflow_ids()
         wake_at: dict[str, Any] = {}
         for start in range(0, len(held), 5_000):
@@ -255,19 +262,80 @@ def _engine_class(times: StatementTimes) -> Any:
     return BenchEngine
 
 
-def run_engines(plan: Plan, ready: Any, start: Any, results: Any) -> None:
-    """Start the plan's engines, tick them from the instant the parent sends, and send
-    back what the window measured; then end the process without disposing (a disposal
-    would release every claim)."""
+def _setup_django(plan: Plan) -> None:
     os.environ["DJANGO_SETTINGS_MODULE"] = "weftboard.settings"
     os.environ["DATABASE_URL"] = plan.url
     os.environ.setdefault("WEFTBOARD_SECRET_KEY", "insecure-benchmark-only-key")
     import django
 
     django.setup()
+
+
+def run_beat(plan: Plan, ready: Any, start: Any, results: Any, shares: list[Any]) -> None:
+    """Beat's part of each tick: at the tick's instant, read for the fleet as fan_out_ticks
+    does and hand every engine process the shares; its statements count as "beat"."""
+    _setup_django(plan)
+    from claims.fleet_clock import fleet_now
+    from claims.protocol import ClaimTiming
+    from claims.services.fleet_share import fleet_shares
+
+    times = StatementTimes(only="beat")
+    _install(times)
+    timing = ClaimTiming(renew_interval_ms=plan.interval_ms)
+    ready.put(0)
+    t0 = start.get()
+    interval_s = plan.interval_ms / 1000
+    ticks = plan.warmup_ticks + plan.measured_ticks
+    read_ms: list[float] = []
+    for tick in range(ticks):
+        time.sleep(max(0.0, t0 + tick * interval_s - time.time()))
+        times.open = times.open or tick == plan.warmup_ticks
+        started = time.perf_counter()
+        try:
+            now_ms, _ = fleet_now()
+            payload = {
+                engine_id: share.as_json()
+                for engine_id, share in fleet_shares(
+                    now_ms=now_ms, timing=timing, engine_ids=plan.engine_ids
+                ).items()
+            }
+        except Exception:
+            payload = {}  # as fan_out_ticks does: the ticks go without shares
+        if times.open:
+            read_ms.append((time.perf_counter() - started) * 1000)
+        for engines_queue in shares:
+            engines_queue.put(payload)
+    time.sleep(max(0.0, t0 + ticks * interval_s - time.time()))
+    times.open = False
+    results.put(
+        {
+            "statement_ms": dict(times.ms),
+            "texts": {text: dict(counts) for text, counts in times.texts.items()},
+            "statements": dict(times.count),
+            "pass_ms": {"beat": {"beat": read_ms}},
+            "reclaims": {},
+            "in_flight_ms": {},
+            "held": {},
+            "reclaimed_by": {},
+        }
+    )
+    results.close()
+    results.join_thread()
+    os._exit(0)
+
+
+def run_engines(
+    plan: Plan, ready: Any, start: Any, results: Any, shares: Any | None = None
+) -> None:
+    """Start the plan's engines, tick them from the instant the parent sends (with beat's
+    shares from ``shares`` when the plan has a beat), and send back what the window
+    measured; then end the process without disposing (a disposal would release every
+    claim)."""
+    _setup_django(plan)
     from django.conf import settings
 
     from claims.protocol import ClaimTiming, OffsetClock
+    from claims.protocol.fleet_share import FleetShare
     from claims.workflow_types import load_workflow_modules
 
     # As the worker does at its start: an engine takes over only the types it registers.
@@ -298,8 +366,15 @@ def run_engines(plan: Plan, ready: Any, start: Any, results: Any) -> None:
     for tick in range(ticks):
         time.sleep(max(0.0, t0 + tick * interval_s - time.time()))
         times.open = times.open or tick == plan.warmup_ticks
+        payload: dict[str, Any] = {}
+        if shares is not None:
+            try:
+                payload = shares.get(timeout=interval_s / 2)
+            except queue.Empty:
+                payload = {}  # beat late: the engines read for themselves
         for engine in fleet:
-            engine.trigger()
+            share = payload.get(engine.engine_id)
+            engine.trigger(None if share is None else FleetShare.from_json(share))
     time.sleep(max(0.0, t0 + ticks * interval_s - time.time()))
     times.open = False
     results.put(

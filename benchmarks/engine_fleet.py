@@ -60,28 +60,43 @@ def run_together(
     measured_ticks: int,
     legacy: bool,
     watch: Callable[[float], T],
+    beat: bool = True,
 ) -> tuple[list[dict[str, Any]], T]:
     """Run the engines for warmup_ticks + measured_ticks ticks from t0 (a wall-clock time),
-    calling ``watch(t0)`` meanwhile; return each process's answer and what watch returned."""
+    calling ``watch(t0)`` meanwhile; return each process's answer and what watch returned.
+    ``beat``: each tick carries beat's shares, read by a process of their own (as the
+    product's fan-out does; never with ``legacy``, which is discovery before them)."""
+    beat = beat and not legacy
     context = multiprocessing.get_context("spawn")
     ready, results = context.Queue(), context.Queue()
     per = discovery_child.ENGINES_PER_PROCESS
     groups = [engine_ids[start : start + per] for start in range(0, len(engine_ids), per)]
     starts = [context.Queue() for _ in groups]
+    shares: list[Any] = [context.Queue() if beat else None for _ in groups]
     url = database_url(connection.settings_dict)
+
+    def plan(ids: list[str]) -> discovery_child.Plan:
+        return discovery_child.Plan(
+            url, ids, interval_ms, warmup_ticks, measured_ticks, legacy, beat=beat
+        )
+
     processes = [
         context.Process(
             target=discovery_child.run_engines,
-            args=(
-                discovery_child.Plan(url, group, interval_ms, warmup_ticks, measured_ticks, legacy),
-                ready,
-                start,
-                results,
-            ),
+            args=(plan(group), ready, start, results, share),
             name=f"bench-engines-{n}",
         )
-        for n, (group, start) in enumerate(zip(groups, starts, strict=True))
+        for n, (group, start, share) in enumerate(zip(groups, starts, shares, strict=True))
     ]
+    if beat:
+        starts.append(context.Queue())
+        processes.append(
+            context.Process(
+                target=discovery_child.run_beat,
+                args=(plan(engine_ids), ready, starts[-1], results, shares),
+                name="bench-beat",
+            )
+        )
     for process in processes:
         process.start()
     try:

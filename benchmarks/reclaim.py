@@ -22,6 +22,7 @@ from claims.models import (
     WorkflowVisibility,
 )
 from claims.protocol import ClaimMetrics, ClaimRegistry, ClaimTiming, run_reclaim_pass
+from claims.protocol.fleet_share import FleetShare
 from claims.protocol.passes import RECLAIM_POOL_SIZE
 from claims.protocol.reclaim import CURSOR_NAME, ReclaimTarget
 from claims.protocol.records import ScanPage, StaleHolders
@@ -100,10 +101,10 @@ class TimedTarget(ReclaimTarget):
 
     discovery_ms: float = 0.0
 
-    def list_candidates(self) -> list[str]:
+    def list_candidates(self, share: FleetShare | None = None) -> list[str]:
         started = time.perf_counter()
         try:
-            return super().list_candidates()
+            return super().list_candidates(share)
         finally:
             self.discovery_ms = (time.perf_counter() - started) * 1_000
 

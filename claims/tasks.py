@@ -10,27 +10,49 @@ logger = logging.getLogger("weftboard.claims")
 
 
 @shared_task(name="claims.engine_tick", ignore_result=True)
-def engine_tick() -> None:
+def engine_tick(share: object = None) -> None:
+    """``share``: beat's reads for this engine (claims/protocol/fleet_share.py); a tick
+    without one, or with one not shaped as beat makes it, leaves every read to the engine."""
     from claims.engine.worker import local_engine
+    from claims.protocol.fleet_share import FleetShare
 
     engine = local_engine()
     if engine is None:
         logger.warning("an engine tick reached a worker that runs no engine")
         return
-    engine.trigger()
+    engine.trigger(FleetShare.from_json(share) if share is not None else None)
 
 
 @shared_task(name="claims.fan_out_ticks", ignore_result=True)
 def fan_out_ticks() -> int:
-    """Send a tick to the direct queue of every engine not known dead."""
+    """Send a tick to the direct queue of every engine not known dead, each with its share
+    of one read of the fleet (docs/design.md §4, "Beat reads for the fleet")."""
     from claims.conf import claim_timing
-    from claims.selectors.engines.tick_queues import engine_tick_queues
+    from claims.fleet_clock import fleet_now
+    from claims.selectors.engines.tick_queues import engine_tick_targets
+    from claims.services.fleet_share import fleet_shares
 
-    interval_s = claim_timing().renew_interval_ms / 1000
+    timing = claim_timing()
+    interval_s = timing.renew_interval_ms / 1000
+    targets = engine_tick_targets()
+    try:
+        now_ms, _ = fleet_now()
+        shares = fleet_shares(
+            now_ms=now_ms, timing=timing, engine_ids=[engine_id for engine_id, _ in targets]
+        )
+    except Exception:
+        # The ticks matter more than the shares: without one, each engine reads for itself.
+        logger.exception("beat could not read for the fleet; the ticks go without shares")
+        shares = {}
     sent = 0
-    for queue in engine_tick_queues():
+    for engine_id, queue in targets:
+        share = shares.get(engine_id)
         # Expiring after one interval keeps ticks from piling up behind a stalled engine.
-        engine_tick.apply_async(queue=queue, expires=interval_s)
+        engine_tick.apply_async(
+            kwargs={} if share is None else {"share": share.as_json()},
+            queue=queue,
+            expires=interval_s,
+        )
         sent += 1
     return sent
 

@@ -319,18 +319,24 @@ def _fleet(payload: dict[str, Any]) -> None:
 
 def _discovery(payload: dict[str, Any]) -> None:
     """Each fleet kept every claim, every engine ran its passes, and the database's own time
-    (pg_stat_statements on the part's private server) was given to the passes that sent it."""
+    (pg_stat_statements on the part's private server) was given to the passes that sent it:
+    now beat's reads for the fleet, before the engines' own."""
     discovery = payload["discovery"]
     assert discovery["failures"] == []
     assert set(discovery["by_engines"]) == {"2", "3"}
     for engines, runs in discovery["by_engines"].items():
         assert set(runs) == {"now", "before"}
-        for run in runs.values():
+        for variant, run in runs.items():
             assert run["held"] == 1_000
             assert run["reclaimed"] == 0
             assert run["reclaim_passes"] >= int(engines)
-            assert run["database_ms"]["reclaim"] > 0
-            assert "wake" in run["database_ms"]  # its one read may round to 0.0 ms here
+            if variant == "now":
+                assert run["database_ms"]["beat"] > 0
+                assert run["beat_read_ms"] > 0
+            else:
+                assert run["database_ms"]["reclaim"] > 0
+                assert "wake" in run["database_ms"]  # its one read may round to 0.0 ms here
+                assert "beat" not in run["database_ms"]
             assert run["database_ms"].get("unattributed", 0.0) <= run["passes_ms"]
 
 

@@ -42,6 +42,7 @@ from claims.protocol import (
     run_renew_pass,
 )
 from claims.protocol.constants import EngineOwnershipMode
+from claims.protocol.fleet_share import FleetShare
 from claims.protocol.passes import RECLAIM_POOL_SIZE
 from claims.protocol.session_lease import EngineSessionLease
 from claims.runtime.driver import WorkflowDriver
@@ -113,6 +114,10 @@ class LocalEngine:
         self._disposal_lock = threading.RLock()  # the signal handler may re-enter it
         self.disposal: threading.Thread | None = None
         self._wakeups = {name: threading.Event() for name in PASS_NAMES}
+        # Beat's share of its reads, from the last tick, until the pass that uses it takes
+        # it: (the share, when it came, by the monotonic clock).
+        self._shares: dict[str, tuple[FleetShare, int]] = {}
+        self._shares_lock = threading.Lock()
         self._self_ticking = False
         self._behind = False  # the last reclaim pass took some and left some for later
         self.self_ticks = 0
@@ -155,10 +160,29 @@ class LocalEngine:
             self._threads.append(thread)
         self.trigger()
 
-    def trigger(self) -> None:
-        """A tick: wake every sub-pass that is not already running."""
+    def trigger(self, share: FleetShare | None = None) -> None:
+        """A tick: wake every sub-pass that is not already running. ``share``: beat's reads
+        for this engine, which the next reclaim and wake passes use where they cover them."""
+        with self._shares_lock:
+            if share is None:
+                self._shares.clear()
+            else:
+                came = self.clock.monotonic_ms()
+                self._shares = {"reclaim": (share, came), "wake": (share, came)}
         for event in self._wakeups.values():
             event.set()
+
+    def _take_share(self, name: str) -> FleetShare | None:
+        """The share of the last tick for pass ``name``, once, if it came within the last
+        interval: an older one describes a fleet that has moved on since."""
+        with self._shares_lock:
+            taken = self._shares.pop(name, None)
+        if taken is None:
+            return None
+        share, came = taken
+        if self.clock.monotonic_ms() - came >= self.timing.renew_interval_ms:
+            return None
+        return share
 
     def _await_tick(self, name: str) -> None:
         """Wait for beat's tick; without one for SELF_TICK_AFTER intervals, tick ourselves.
@@ -266,11 +290,12 @@ class LocalEngine:
                 self._run_pass(name, self.run_reclaim_catch_up)
                 continue
             self._await_tick(name)
-            if name == "reclaim" and not self._behind:
+            if name == "reclaim" and not self._behind and not self._quiet_share():
                 # Every engine renews on the same ticks, so a dead engine's claims lapse
                 # just after a tick; reclaiming half an interval later takes them over
                 # then, instead of up to a whole interval after they lapsed. Behind a mass
-                # failure there is no such wait: the stale claims are there already.
+                # failure there is no such wait: the stale claims are there already. Nor
+                # when beat's share shows that nothing can lapse before the next tick.
                 self._stopped.wait(self.timing.renew_interval_ms / 2000)
             if self._stopped.is_set():
                 break
@@ -291,6 +316,11 @@ class LocalEngine:
             logger.exception("%s pass of engine %s failed", name, self.engine_id)
         finally:
             close_old_connections()
+
+    def _quiet_share(self) -> bool:
+        with self._shares_lock:
+            taken = self._shares.get("reclaim")
+        return taken is not None and taken[0].quiet_at(self.clock())
 
     def _catch_up_due(self) -> bool:
         """Behind a mass failure (the last pass took some and had no time for the rest)
@@ -323,17 +353,31 @@ class LocalEngine:
 
     def _reclaim(self, *, catch_up: bool) -> dict[str, Any]:
         self._behind = False
+        share = None if catch_up else self._take_share("reclaim")
         if self.drain.active:
             return {"status": "draining"}
-        # The one pass that acquires and takes over: never for an engine written off.
-        if not self.death.confirm_alive(before="reclaim"):
+        if self.death.found:
+            return {"status": "dead"}
+        # The one pass that acquires and takes over: never for an engine written off. The
+        # check reads the engine's own row: first thing, beside the pass's own reads; under
+        # beat's share, only once there is something to attempt, so that an idle pass
+        # sends no statement.
+        if share is None and not self.death.confirm_alive(before="reclaim"):
             return {"status": "dead"}
         result = run_reclaim_pass(
             self.target,
             executor=HealthyConnections(self._reclaim_pool),
             attempting=self._drives.held_back,
             catch_up=catch_up,
+            share=share,
+            may_attempt=(
+                (lambda: True)
+                if share is None
+                else (lambda: self.death.confirm_alive(before="reclaim"))
+            ),
         )
+        if result.status == "refused":
+            return {"status": "dead"}
         discovery = self.target.last_discovery
         # Beyond the last discovery's window (still waiting for the next full pass), and
         # of the window once the pass's budget was spent.
@@ -372,7 +416,8 @@ class LocalEngine:
     def run_wake(self) -> dict[str, Any]:
         if self.drain.active:
             return {"driven": 0, "drain_released": self.drain.release_idle()}
-        due = self.driver.due_now()
+        share = self._take_share("wake")
+        due = self.driver.due_now(None if share is None else share.due)
         for workflow_id in due:
             self.submit_drive(workflow_id)
         return {"driven": len(due)}

@@ -13,7 +13,8 @@ import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from .records import SessionPair
+from .fleet_share import FleetShare
+from .records import ScanPage, SessionPair, StaleHolders
 from .registry import ClaimRegistry
 from .store import ClaimStore
 
@@ -96,39 +97,54 @@ class CandidateFinder:
         self._last_audit_ms: int | None = None
         self._audits = 0
 
-    def find(self, pending_redrives: Callable[[], dict[str, int]]) -> Discovery:
+    def find(
+        self, pending_redrives: Callable[[], dict[str, int]], share: FleetShare | None = None
+    ) -> Discovery:
+        """``share``: what beat read for the fleet; each part that covers one of the reads
+        below stands in for it (claims/protocol/fleet_share.py)."""
         registry, store = self.registry, self.store
         held = set(registry.held_workflow_ids())
         now = registry.clock()
-        # The same rule takeover applies, so a pass costs O(stale), not O(all claims).
-        # Under a session of its own, an engine takes a dead session naming more than a
-        # chunk of claims by the session (``Discovery.swept``), and never lists them.
-        found = store.find_stale_holders(
-            expired_before_ms=now - registry.timing.grace_ms,
-            sweep_above=self._sweep_above if registry.session is not None else None,
-            listing_engine=registry.engine_id,
-        )
+        if share is not None and share.quiet_at(now):
+            found = StaleHolders([], {})
+        else:
+            # The same rule takeover applies, so a pass costs O(stale), not O(all claims).
+            # Under a session of its own, an engine takes a dead session naming more than a
+            # chunk of claims by the session (``Discovery.swept``), and never lists them.
+            found = store.find_stale_holders(
+                expired_before_ms=now - registry.timing.grace_ms,
+                sweep_above=self._sweep_above if registry.session is not None else None,
+                listing_engine=registry.engine_id,
+            )
         stale = found.workflow_ids
-        unheld = store.list_unheld_running_indexed()
-        page = store.scan_unheld_running(
-            cursor_name=CURSOR_NAME,
-            limit=self._scan_limit,
-            scanned_by=registry.engine_id,
-            now_ms=now,
-            paced_ms=self._scan_paced_ms,
-        )
+        if share is not None and share.unheld is not None:
+            unheld = list(share.unheld)
+        else:
+            unheld = store.list_unheld_running_indexed()
+        # Beat's page is every engine's to attempt (shared); a page this engine read is its
+        # own to attempt, never deferred: the cursor has moved on.
+        beat_page: list[str] = []
+        if share is not None and share.scanned is not None:
+            page, beat_page = ScanPage([], 0, False), list(share.scanned)
+        else:
+            page = store.scan_unheld_running(
+                cursor_name=CURSOR_NAME,
+                limit=self._scan_limit,
+                scanned_by=registry.engine_id,
+                now_ms=now,
+                paced_ms=self._scan_paced_ms,
+            )
         shared = [
             workflow_id
-            for workflow_id in dict.fromkeys([*stale, *unheld])
+            for workflow_id in dict.fromkeys([*stale, *unheld, *beat_page])
             if workflow_id not in held
         ]
         window = self._window(shared)
         # Grants whose answer was lost, and rows naming me that I do not hold: each is
         # settled by an attempt (a read), and driven if it is mine. Never deferred: no other
-        # engine can settle them. Nor is the scan's page: this engine alone read it, and
-        # the cursor has moved on.
+        # engine can settle them.
         unknown = [wf for wf in registry.doubted_workflow_ids() if wf not in held]
-        unknown += [wf for wf in self._audit(now) if wf not in held]
+        unknown += [wf for wf in self._audit(now, share) if wf not in held]
         pending = pending_redrives()
         candidates = dict.fromkeys(wf for wf in [*unknown, *page.candidates] if wf not in held)
         for workflow_id in pending:
@@ -139,7 +155,7 @@ class CandidateFinder:
         return Discovery(
             stale_holders=found.count,
             unheld_indexed=len(unheld),
-            authoritative_scan=len(page.candidates),
+            authoritative_scan=len(page.candidates) + len(beat_page),
             pending_redrives=len(pending),
             mine_unheld=len(unknown),
             deferred=len(shared) - len(window),
@@ -169,13 +185,14 @@ class CandidateFinder:
         start = self._rng.randrange(len(pairs))
         return {pair: swept[pair] for pair in pairs[start:] + pairs[:start]}
 
-    def _audit(self, now_ms: int) -> list[str]:
+    def _audit(self, now_ms: int, share: FleetShare | None = None) -> list[str]:
         """Every audit interval, and at once after a takeover by session whose answer was
         lost (``ClaimRegistry.audit_due``): the ids whose row names this engine and was
         granted since the last look (less a TTL: a grant commits after the time it names,
         and writers' clocks differ), a read as long as this engine's recent grants; the
         first look and every FULL_AUDIT_EVERY-th read every row naming this engine,
-        whenever granted."""
+        whenever granted. Beat's share of the grants stands in for the recent ones when it
+        reaches back as far."""
         due_now, self.registry.audit_due = self.registry.audit_due, False
         if not due_now and self._next_audit_ms is not None and now_ms < self._next_audit_ms:
             return []
@@ -186,9 +203,14 @@ class CandidateFinder:
             if since is None or audits % FULL_AUDIT_EVERY == 0:
                 found = self.store.list_held_by(engine_id=engine_id)
             else:
-                found = self.store.list_granted_to(
-                    engine_id=engine_id, claimed_since_ms=since - self.registry.timing.ttl_ms
-                )
+                claimed_since = since - self.registry.timing.ttl_ms
+                given = None if share is None else share.grants_cover(claimed_since)
+                if given is not None:
+                    found = list(given)
+                else:
+                    found = self.store.list_granted_to(
+                        engine_id=engine_id, claimed_since_ms=claimed_since
+                    )
         except Exception:
             # Not looked: the next pass looks again, from the same place.
             self.registry.audit_due = self.registry.audit_due or due_now

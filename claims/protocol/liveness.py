@@ -22,6 +22,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
+from .fleet_share import FleetShare
 from .held_claims import HeldClaims
 from .metrics import ClaimMetrics
 from .records import ClaimResult, ClaimRow, Holder
@@ -89,8 +90,10 @@ class Liveness(Protocol):
         """The renew pass: every held claim kept alive, failures counted per workflow."""
         ...
 
-    def forget_moved_claims(self) -> int:
-        """Drop the cached claims others moved that no renewal will find; how many."""
+    def forget_moved_claims(self, share: FleetShare | None = None) -> int:
+        """Drop the cached claims others moved that no renewal will find; how many. Beat's
+        ``share`` of the fleet's moves stands in for the read when it reaches back far
+        enough."""
         ...
 
     def prepare_takeover(self, rows: Mapping[str, ClaimRow], now_ms: int) -> dict[str, ClaimRow]:

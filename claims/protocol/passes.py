@@ -9,6 +9,7 @@ from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field, replace
 from typing import Literal, Protocol
 
+from .fleet_share import FleetShare
 from .liveness import RenewPassResult
 from .metrics import ClaimMetrics
 from .reclaim import ReclaimTarget
@@ -28,7 +29,8 @@ class Mapper(Protocol):
 
 @dataclass(frozen=True)
 class ReclaimPassResult:
-    status: Literal["completed", "discovery-failed"]
+    # "refused": candidates were found, and ``may_attempt`` said no before any attempt.
+    status: Literal["completed", "discovery-failed", "refused"]
     outcomes: list[tuple[str, str]] = field(default_factory=list)
     reclaimed_count: int = 0
     deferred_count: int = 0  # candidates left for the next pass when the budget ran out
@@ -48,6 +50,8 @@ def run_reclaim_pass(
     executor: Mapper | None = None,
     attempting: Callable[[], AbstractContextManager[object]] = nullcontext,
     catch_up: bool = False,
+    share: FleetShare | None = None,
+    may_attempt: Callable[[], bool] = lambda: True,
 ) -> ReclaimPassResult:
     """Discover candidates, then attempt them a chunk at a time (RECLAIM_POOL_SIZE threads
     for those the set-based batch leaves); one failure never stops the rest. Once the
@@ -58,25 +62,34 @@ def run_reclaim_pass(
     such as database connections. ``attempting`` is entered around the attempts when
     there are any (the engine holds its new drives back meanwhile). A ``catch_up`` pass
     runs no discovery: it attempts what the last pass left (``ReclaimTarget.carry``).
+    ``share``: beat's reads for the fleet, which stand in for the pass's own where they
+    cover them (claims/protocol/fleet_share.py). ``may_attempt`` is asked once, only when
+    there is something to attempt, before the first attempt (the engine confirms it is
+    still alive there: a pass with nothing to take sends no statement for it).
     """
     if catch_up:
         carried = target.take_carried()
-        return _attempt_all(
-            target, carried, 0, target.take_carried_sessions(), executor, attempting
-        )
+        sessions = target.take_carried_sessions()
+        if (carried or sessions) and not may_attempt():
+            return ReclaimPassResult("refused")
+        return _attempt_all(target, carried, 0, sessions, executor, attempting)
     began_ms = target.registry.monotonic_ms()
     try:
         # Under a session the renew pass no longer shows which claims others moved.
-        target.registry.forget_moved_claims()
+        target.registry.forget_moved_claims(share)
     except Exception:
         logger.exception("could not read the claims moved since the last pass")
     try:
-        candidates = target.list_candidates()
+        # The call without a share keeps the shape every caller and test knows.
+        candidates = target.list_candidates() if share is None else target.list_candidates(share)
     except Exception:
         logger.exception("reclaim candidate discovery failed")
         return ReclaimPassResult("discovery-failed")
     discovery_ms = target.registry.monotonic_ms() - began_ms
     discovery = target.last_discovery
+    if (candidates or discovery.swept) and not may_attempt():
+        target.carry([], {})
+        return ReclaimPassResult("refused", discovery_ms=discovery_ms)
     result = _attempt_all(
         target,
         candidates,

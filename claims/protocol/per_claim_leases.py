@@ -11,6 +11,7 @@ import logging
 from collections.abc import Callable, Mapping
 from typing import Literal
 
+from .fleet_share import FleetShare
 from .held_claims import HeldClaims
 from .liveness import RenewPassResult, SessionRenewal
 from .metrics import ClaimMetrics
@@ -80,7 +81,7 @@ class PerClaimLeases:
             except Exception:
                 logger.exception("could not release workflow %s at shutdown", workflow_id)
 
-    def forget_moved_claims(self) -> int:
+    def forget_moved_claims(self, share: FleetShare | None = None) -> int:
         """Nothing to read: the next renewal of a moved claim fails, and drops it."""
         return 0
 

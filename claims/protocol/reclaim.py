@@ -16,6 +16,7 @@ from collections.abc import Callable, Collection
 from .constants import AUTHORITATIVE_SCAN_LIMIT, RECLAIM_CHUNK, TAKEOVER_MAX_ATTEMPTS
 from .decisions import after_takeover
 from .discovery import CURSOR_NAME, SHARED_CANDIDATE_LIMIT, CandidateFinder, Discovery
+from .fleet_share import FleetShare
 from .log_events import log_takeover
 from .metrics import ClaimMetrics
 from .reclaim_batch import AttemptStatus, SetBasedReclaim
@@ -98,12 +99,13 @@ class ReclaimTarget(SetBasedReclaim):
         """Permanent: later attempts do nothing; a grant that lands now is released."""
         self._disposing = True
 
-    def list_candidates(self) -> list[str]:
-        """Discovery: every source, the shared ones in a window (``Discovery``)."""
+    def list_candidates(self, share: FleetShare | None = None) -> list[str]:
+        """Discovery: every source, the shared ones in a window (``Discovery``); beat's
+        ``share`` stands in for the reads it covers."""
         self._carried, self._carried_sessions = [], {}
         if self._disposing:
             return []
-        self.last_discovery = self._finder.find(self._redrives.snapshot)
+        self.last_discovery = self._finder.find(self._redrives.snapshot, share)
         return list(self.last_discovery.candidates)
 
     # -- catching up -----------------------------------------------------------------

@@ -19,6 +19,7 @@ from typing import TypeVar
 from .decisions import Decide, decide_acquire, decide_takeover, new_holder
 from .doubts import Doubt
 from .errors import EngineDeposedError
+from .fleet_share import FleetShare
 from .held_claims import HeldClaims
 from .liveness import Liveness, SessionRenewal
 from .metrics import ClaimMetrics
@@ -87,8 +88,8 @@ class ClaimRegistry(HeldClaims):
     def renew_session(self) -> SessionRenewal:
         return self.liveness.renew_session()
 
-    def forget_moved_claims(self) -> int:
-        return self.liveness.forget_moved_claims()
+    def forget_moved_claims(self, share: FleetShare | None = None) -> int:
+        return self.liveness.forget_moved_claims(share)
 
     # -- grants ----------------------------------------------------------------
 

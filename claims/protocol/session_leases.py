@@ -11,10 +11,11 @@ renewal that landed first keeps them all.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Literal
 
 from .errors import SessionRenewalError, SessionUnavailableError
+from .fleet_share import FleetShare
 from .held_claims import HeldClaims
 from .liveness import RenewPassResult, SessionRenewal
 from .log_events import log_event
@@ -206,18 +207,24 @@ class SessionLeases:
                     logger.exception("on_claim_lost failed for workflow %s", workflow_id)
         return len(lost)
 
-    def forget_moved_claims(self) -> int:
+    def forget_moved_claims(self, share: FleetShare | None = None) -> int:
         """Drop the cached claims another writer moved to a newer epoch (a takeover,
         cancel, forced release or takeover), and count each as deposed and as a renewal
         failure, as a failed per-claim renewal would have. Reads the claim events since the
         last look, overlapping it by one TTL, since an event's time is taken before its
-        statement commits: a read as long as the fleet's moves, not the claims held.
-        Returns how many were dropped."""
+        statement commits: a read as long as the fleet's moves, not the claims held. Beat's
+        ``share`` of the moves stands in for the read when it reaches back as far (this
+        engine's look then ends where beat's did). Returns how many were dropped."""
         claims = self.claims
         now = claims.clock()
         since = now if self._moves_read_at_ms is None else self._moves_read_at_ms
-        moves = claims.store.read_claim_moves(since_ms=since - claims.timing.ttl_ms)
-        self._moves_read_at_ms = now
+        given = None if share is None else share.moves_cover(since - claims.timing.ttl_ms)
+        if given is not None and share is not None:
+            moves: Sequence[tuple[str, int]] = given
+            self._moves_read_at_ms = share.read_at_ms
+        else:
+            moves = claims.store.read_claim_moves(since_ms=since - claims.timing.ttl_ms)
+            self._moves_read_at_ms = now
         lost: list[tuple[str, Holder]] = []
         with claims._lock:
             for workflow_id, epoch_after in moves:

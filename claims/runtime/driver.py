@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, Literal
 
 from django.db.models import Exists, OuterRef
@@ -61,7 +61,7 @@ class WorkflowDriver:
             with self._lock:
                 self._driving.discard(workflow_id)
 
-    def due_now(self) -> list[str]:
+    def due_now(self, given: Sequence[str] | None = None) -> list[str]:
         """The running workflows this engine holds whose next drive is due by now (not
         parked, or parked past their wake time), the soonest due first. One query through
         the due-time index (claims.models.parks): a parked workflow costs nothing until
@@ -70,7 +70,11 @@ class WorkflowDriver:
         registry holds are answered: a claim the database names this engine for but the
         registry does not know (a grant whose answer was lost) is not this engine's to
         drive yet, and one the registry still caches but the row names another engine for
-        is not its any more."""
+        is not its any more. ``given``: the ids beat found due for this engine (its share
+        of one read for the fleet), which stand in for the read."""
+        if given is not None:
+            held_ids = set(self.registry.held_workflow_ids())
+            return [workflow_id for workflow_id in given if workflow_id in held_ids]
         held_here = WorkflowClaim.objects.filter(
             workflow_id=OuterRef("workflow_id"), holder_engine_id=self.registry.engine_id
         )

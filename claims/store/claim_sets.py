@@ -160,6 +160,33 @@ class ClaimSetQueries(SessionQueries):
         stale.update(named)
         return StaleHolders(sorted(stale), swept)
 
+    def stale_holder_exists(self, *, expired_before_ms: int) -> bool:
+        """Whether ``find_stale_holders`` would find anything, read as far as the first
+        (beat's question for the fleet, claims/services/fleet_share.py): an expiry before
+        the bound, a garbled holder, or a claim naming a dead session, judged through this
+        store's own memory of the session pairs as an engine's discovery judges them."""
+        expired = WorkflowClaim.objects.filter(
+            holder_expires_at_ms__isnull=False, holder_expires_at_ms__lt=expired_before_ms
+        )
+        if expired.exists() or WorkflowClaim.objects.filter(HOLDER_GARBLED).exists():
+            return True
+        watch: SessionPairWatch = self.__dict__.setdefault("_pair_watch", SessionPairWatch())
+        found = False
+        # Every dead pair is judged, not only up to the first named: one left unjudged
+        # would drop out of the watch (it is watched from this read's pairs only).
+        for engine, epoch in watch.dead_pairs(
+            expired_before_ms=expired_before_ms,
+            read_unclosed=self.read_unclosed_sessions,
+            read_pairs=self.list_session_pairs,
+            read_sessions=self.read_sessions,
+        ):
+            named = WorkflowClaim.objects.filter(
+                holder_engine_id=engine, holder_session_epoch=epoch
+            ).exists()
+            watch.judged((engine, epoch), named=named)
+            found = found or named
+        return found
+
     def _stale_session_holders(
         self, expired_before_ms: int, sweep_above: int | None, listing_engine: str = ""
     ) -> tuple[list[str], dict[SessionPair, int]]:

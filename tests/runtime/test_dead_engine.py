@@ -19,6 +19,7 @@ from claims.engine.local import LocalEngine
 from claims.models import ClaimEvent, Engine, EngineSession, EngineStatus, WorkflowClaim
 from claims.protocol import ClaimRegistry, ClaimTiming, OffsetClock
 from claims.protocol.constants import EngineOwnershipMode
+from claims.protocol.fleet_share import FleetShare
 from claims.protocol.offset_clock import system_clock
 from claims.services import engines
 from claims.services.claims import claim_force_release
@@ -143,6 +144,32 @@ def test_a_revived_engine_acquires_nothing_and_releases_what_it_still_holds(
     assert revived.run_reclaim() == {"status": "dead"}
     assert grants_since(marked_after) == []
     assert len(revived_dead_lines(caplog)) == 1
+
+
+def test_a_revived_engine_given_beats_share_checks_its_row_before_it_grants(
+    revived: LocalEngine, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Beat's share names work for it (a tick sent before beat wrote it off): the pass
+    reads its own row before the first attempt, and grants nothing."""
+    caplog.set_level(logging.INFO, logger="weftboard.claims")
+    waiting = ownerless_workflows(2)
+    beat_marks_it_dead()
+    marked_after = last_event_id()
+    now = system_clock()
+    share = FleetShare(
+        read_at_ms=now, quiet_until_ms=now + RENEW_INTERVAL_MS, unheld=tuple(waiting), scanned=()
+    )
+
+    revived.trigger(share)
+
+    assert revived.run_reclaim() == {"status": "dead"}
+    assert grants_since(marked_after) == []
+    assert holders(waiting) == dict.fromkeys(waiting)
+    assert revived.disposal is not None
+    revived.disposal.join(30)
+    assert [line.split(" found_by=")[1].split()[0] for line in revived_dead_lines(caplog)] == [
+        "reclaim-check"
+    ]
 
 
 @pytest.mark.parametrize("mode", ["workflow-lease", "engine-lease"])
