@@ -6,12 +6,14 @@ left out, and the engines read that part themselves."""
 from __future__ import annotations
 
 import random
+from typing import Any
 
 import pytest
 from django.db import transaction
 
 from claims.models import ClaimEvent, EngineSession, Workflow, WorkflowClaim, WorkflowStatus
 from claims.protocol import fleet_share as share_module
+from claims.protocol.fleet_share import FleetShare
 from claims.services import fleet_share
 from claims.services.fleet_share import LOOK_BACK_INTERVALS, fleet_shares
 from claims.store import OrmClaimStore
@@ -261,3 +263,40 @@ def test_lists_past_their_bound_are_left_for_the_engines(monkeypatch: pytest.Mon
     assert (mine.due, mine.grants, mine.grants_since_ms) == (None, None, None)
     assert (other.due, other.grants) == ((), ())
     assert (mine.moves, mine.moves_since_ms) == (None, None)
+
+
+# -- the fan-out ---------------------------------------------------------------------------
+
+
+def test_the_fan_out_sends_each_live_engine_its_share_and_ticks_without_one_on_failure(
+    monkeypatch: pytest.MonkeyPatch, settings: Any
+) -> None:
+    from claims import tasks
+    from claims.models import EngineStatus
+    from tests.factories import make_engine
+
+    settings.WEFT_CLAIM_TTL = "30s"
+    settings.WEFT_CLAIM_RENEW_INTERVAL = "5s"
+    make_engine("e-live")
+    make_engine("e-gone", status=EngineStatus.DEAD)
+    sent: list[tuple[str, dict[str, Any]]] = []
+    monkeypatch.setattr(
+        tasks.engine_tick,
+        "apply_async",
+        lambda kwargs, queue, expires: sent.append((queue, kwargs)),
+    )
+
+    assert tasks.fan_out_ticks() == 1
+    [(queue, kwargs)] = sent
+    share = FleetShare.from_json(kwargs["share"])
+    assert queue == "engine.e-live"
+    assert share is not None
+    assert share.quiet_until_ms is not None  # nothing held, nothing stale
+
+    def broken(**_: Any) -> Any:
+        raise RuntimeError("database gone")
+
+    monkeypatch.setattr(fleet_share, "fleet_shares", broken)
+    sent.clear()
+    assert tasks.fan_out_ticks() == 1
+    assert sent == [("engine.e-live", {})]
