@@ -192,21 +192,25 @@ class CandidateFinder:
         and writers' clocks differ), a read as long as this engine's recent grants; the
         first look and every FULL_AUDIT_EVERY-th read every row naming this engine,
         whenever granted. Beat's share of the grants stands in for the recent ones when it
-        reaches back as far."""
+        reaches back as far, except for a look due at once (the grant it looks for may
+        have landed after beat read); the look then ends at beat's read."""
         due_now, self.registry.audit_due = self.registry.audit_due, False
         if not due_now and self._next_audit_ms is not None and now_ms < self._next_audit_ms:
             return []
         since = self._last_audit_ms
         audits = self._audits + 1
         engine_id = self.registry.engine_id
+        looked_until = now_ms
         try:
             if since is None or audits % FULL_AUDIT_EVERY == 0:
                 found = self.store.list_held_by(engine_id=engine_id)
             else:
                 claimed_since = since - self.registry.timing.ttl_ms
-                given = None if share is None else share.grants_cover(claimed_since)
-                if given is not None:
-                    found = list(given)
+                given = None
+                if share is not None and not due_now:
+                    given = share.grants_cover(claimed_since)
+                if given is not None and share is not None:
+                    found, looked_until = list(given), min(now_ms, share.read_at_ms)
                 else:
                     found = self.store.list_granted_to(
                         engine_id=engine_id, claimed_since_ms=claimed_since
@@ -216,5 +220,5 @@ class CandidateFinder:
             self.registry.audit_due = self.registry.audit_due or due_now
             raise
         self._next_audit_ms = now_ms + self._audit_interval_ms
-        self._last_audit_ms, self._audits = now_ms, audits
+        self._last_audit_ms, self._audits = looked_until, audits
         return found

@@ -221,7 +221,7 @@ class SessionLeases:
         given = None if share is None else share.moves_cover(since - claims.timing.ttl_ms)
         if given is not None and share is not None:
             moves: Sequence[tuple[str, int]] = given
-            self._moves_read_at_ms = share.read_at_ms
+            self._moves_read_at_ms = min(now, share.read_at_ms)
         else:
             moves = claims.store.read_claim_moves(since_ms=since - claims.timing.ttl_ms)
             self._moves_read_at_ms = now

@@ -168,7 +168,12 @@ class ClaimSetQueries(SessionQueries):
         expired = WorkflowClaim.objects.filter(
             holder_expires_at_ms__isnull=False, holder_expires_at_ms__lt=expired_before_ms
         )
-        if expired.exists() or WorkflowClaim.objects.filter(HOLDER_GARBLED).exists():
+        if expired.exists():
+            return True
+        # Read as discovery reads them, along their partial index: as an EXISTS (a LIMIT 1)
+        # PostgreSQL's planner walked the whole table hoping for an early row, 200 ms at a
+        # million claims (BENCHMARKS.md, "Fleet discovery"). There are none, or very few.
+        if WorkflowClaim.objects.filter(HOLDER_GARBLED).values_list("workflow_id", flat=True):
             return True
         watch: SessionPairWatch = self.__dict__.setdefault("_pair_watch", SessionPairWatch())
         found = False

@@ -112,6 +112,17 @@ def test_grants_stand_in_for_the_audit_only_when_they_reach_back_a_ttl_before_th
     assert counting.calls.count("list_granted_to") == 1
 
 
+def test_an_audit_due_at_once_reads_for_itself_whatever_the_share(
+    registry, reclaim_target, store, clock
+):
+    """After a takeover by session whose answer was lost, the grant looked for may have
+    landed after beat read: the engine reads its grants itself."""
+    target, counting = audited_target(registry, reclaim_target, store, clock)
+    target.registry.audit_due = True
+    target.list_candidates(quiet(clock(), grants_since_ms=0, grants=()))
+    assert counting.calls.count("list_granted_to") == 1
+
+
 def test_the_pass_asks_may_attempt_only_when_there_is_something_to_attempt(
     registry, workflows, reclaim_target, clock
 ):
