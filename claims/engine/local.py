@@ -290,12 +290,14 @@ class LocalEngine:
                 self._run_pass(name, self.run_reclaim_catch_up)
                 continue
             self._await_tick(name)
-            if name == "reclaim" and not self._behind and not self._quiet_share():
+            if name == "reclaim" and not self._behind and not self._share_has_work_now():
                 # Every engine renews on the same ticks, so a dead engine's claims lapse
                 # just after a tick; reclaiming half an interval later takes them over
                 # then, instead of up to a whole interval after they lapsed. Behind a mass
                 # failure there is no such wait: the stale claims are there already. Nor
-                # when beat's share shows that nothing can lapse before the next tick.
+                # when beat's share names workflows to take and shows that nothing can
+                # lapse before the next tick. An idle pass keeps the wait, so that its
+                # heartbeat does not queue on the engine row behind renew's and wake's.
                 self._stopped.wait(self.timing.renew_interval_ms / 2000)
             if self._stopped.is_set():
                 break
@@ -317,10 +319,13 @@ class LocalEngine:
         finally:
             close_old_connections()
 
-    def _quiet_share(self) -> bool:
+    def _share_has_work_now(self) -> bool:
         with self._shares_lock:
             taken = self._shares.get("reclaim")
-        return taken is not None and taken[0].quiet_at(self.clock())
+        if taken is None:
+            return False
+        share = taken[0]
+        return bool(share.unheld or share.scanned) and share.quiet_at(self.clock())
 
     def _catch_up_due(self) -> bool:
         """Behind a mass failure (the last pass took some and had no time for the rest)

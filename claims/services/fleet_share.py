@@ -29,8 +29,16 @@ from claims.store import OrmClaimStore
 BEAT_SCANNER = "beat"
 # How far back the moves and grants reach before the read: an engine's own look reaches
 # back a TTL before its last (an event's time is taken before it commits), and its last
-# look was a tick ago; two intervals leave one tick lost on the way.
+# look was a tick ago for the moves, an audit interval (TTL / 3) ago for the grants; two
+# intervals more leave one tick lost on the way. With only two intervals, an engine whose
+# audit came every other tick found the grants a few milliseconds short a quarter of the
+# time, and read them itself (BENCHMARKS.md, "Fleet discovery").
 LOOK_BACK_INTERVALS = 2
+
+
+def look_back_ms(timing: ClaimTiming) -> int:
+    return timing.ttl_ms + timing.ttl_ms // 3 + LOOK_BACK_INTERVALS * timing.renew_interval_ms
+
 
 _store_lock = threading.Lock()
 _store: OrmClaimStore | None = None
@@ -49,7 +57,6 @@ def fleet_shares(
 ) -> dict[str, FleetShare]:
     """Each engine's share of one read of each source for the fleet, at ``now_ms``."""
     store = _fleet_store()
-    look_back_ms = timing.ttl_ms + LOOK_BACK_INTERVALS * timing.renew_interval_ms
     quiet_until = _quiet_until(store, now_ms, timing)
     unheld = ids_within_limit(store.list_unheld_running_indexed())
     page = store.scan_unheld_running(
@@ -61,9 +68,9 @@ def fleet_shares(
         paced_ms=timing.renew_interval_ms // 2,
     )
     scanned = ids_within_limit(page.candidates)
-    moves_since = now_ms - look_back_ms
+    moves_since = now_ms - look_back_ms(timing)
     moves = _moves(moves_since)
-    grants_since = now_ms - look_back_ms
+    grants_since = now_ms - look_back_ms(timing)
     grants = _by_engine(_grants(engine_ids, grants_since), engine_ids)
     due = _by_engine(_due(engine_ids, now_ms), engine_ids)
     shares = {}

@@ -15,7 +15,7 @@ from claims.models import ClaimEvent, EngineSession, Workflow, WorkflowClaim, Wo
 from claims.protocol import fleet_share as share_module
 from claims.protocol.fleet_share import FleetShare
 from claims.services import fleet_share
-from claims.services.fleet_share import LOOK_BACK_INTERVALS, fleet_shares
+from claims.services.fleet_share import fleet_shares, look_back_ms
 from claims.store import OrmClaimStore
 from tests.factories import make_session
 from tests.services.test_kept_fleet_counts import ENGINES, NOW, TIMING, write_something
@@ -23,7 +23,7 @@ from tests.services.test_kept_fleet_counts import ENGINES, NOW, TIMING, write_so
 pytestmark = pytest.mark.django_db
 
 N = 30
-LOOK_BACK_MS = TIMING.ttl_ms + LOOK_BACK_INTERVALS * TIMING.renew_interval_ms
+LOOK_BACK_MS = look_back_ms(TIMING)
 
 
 @pytest.fixture(autouse=True)

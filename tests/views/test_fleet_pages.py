@@ -155,6 +155,15 @@ def test_reclaim_cursor_is_a_progress_bar_over_the_keyspace(operator_client):
     assert "next wrap in about" in html
 
 
+def test_a_page_beat_read_names_beat_not_an_engine(operator_client):
+    ReclaimCursor.objects.create(name="default", updated_at_ms=now_ms(), updated_by="beat")
+
+    html = operator_client.get("/reclaim/", **htmx()).content.decode()
+
+    assert "beat, for the fleet" in html
+    assert "/engines/beat" not in html
+
+
 def test_reclaim_pass_rows_list_candidates_in_source_order(operator_client):
     """stale, unheld (index), unheld (scan), re-drives: the columns of the headings."""
     summary = reclaim_summary(
