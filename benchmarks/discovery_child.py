@@ -128,7 +128,12 @@ def _use_legacy_reads() -> None:
     from claims.store import OrmClaimStore
 
     def find_stale_holders(
-        self: Any, *, expired_before_ms: int, sweep_above: int | None, listing_engine: str = ""
+        self: Any,
+        *,
+        expired_before_ms: int,
+        sweep_above: int | None,
+        listing_engine: str = "",
+        pairs_fresh_within_ms: int | None = None,
     ) -> StaleHolders:
         stale = set(
             WorkflowClaim.objects.filter(HOLDER_PRESENT)

@@ -61,7 +61,12 @@ class SourceTimedStore(OrmClaimStore):
         self.source_ms[source].append((time.perf_counter() - started) * 1_000)
 
     def find_stale_holders(
-        self, *, expired_before_ms: int, sweep_above: int | None = None, listing_engine: str = ""
+        self,
+        *,
+        expired_before_ms: int,
+        sweep_above: int | None = None,
+        listing_engine: str = "",
+        pairs_fresh_within_ms: int | None = None,
     ) -> StaleHolders:
         started = time.perf_counter()
         try:
@@ -69,6 +74,7 @@ class SourceTimedStore(OrmClaimStore):
                 expired_before_ms=expired_before_ms,
                 sweep_above=sweep_above,
                 listing_engine=listing_engine,
+                pairs_fresh_within_ms=pairs_fresh_within_ms,
             )
         finally:
             self._note("stale", started)

@@ -164,11 +164,17 @@ class LocalEngine:
         """A tick: wake every sub-pass that is not already running. ``share``: beat's reads
         for this engine, which the next reclaim and wake passes use where they cover them."""
         with self._shares_lock:
-            if share is None:
-                self._shares.clear()
-            else:
-                came = self.clock.monotonic_ms()
+            untaken = self._shares.get("reclaim")
+            self._shares.clear()
+            came = self.clock.monotonic_ms()
+            if share is not None:
                 self._shares = {"reclaim": (share, came), "wake": (share, came)}
+            if untaken is not None and untaken[0].scanned:
+                # Beat moved the scan cursor past that page: the next pass attempts it.
+                if share is None:
+                    self._shares["reclaim"] = (untaken[0].page_only(), untaken[1])
+                else:
+                    self._shares["reclaim"] = (share.with_earlier_page(untaken[0]), came)
         for event in self._wakeups.values():
             event.set()
 
@@ -181,7 +187,8 @@ class LocalEngine:
             return None
         share, came = taken
         if self.clock.monotonic_ms() - came >= self.timing.renew_interval_ms:
-            return None
+            # Too old to stand in for any read, but a page beat read is still to attempt.
+            return share.page_only() if share.scanned else None
         return share
 
     def _await_tick(self, name: str) -> None:
@@ -324,8 +331,11 @@ class LocalEngine:
             taken = self._shares.get("reclaim")
         if taken is None:
             return False
-        share = taken[0]
-        return bool(share.unheld or share.scanned) and share.quiet_at(self.clock())
+        share, now = taken[0], self.clock()
+        # Quiet through the time the waiting pass would run: it would find nothing stale
+        # either, so running now loses nothing.
+        half = self.timing.renew_interval_ms // 2
+        return bool(share.unheld or share.scanned) and share.quiet_at(now + half)
 
     def _catch_up_due(self) -> bool:
         """Behind a mass failure (the last pass took some and had no time for the rest)

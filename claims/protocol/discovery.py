@@ -115,14 +115,18 @@ class CandidateFinder:
                 expired_before_ms=now - registry.timing.grace_ms,
                 sweep_above=self._sweep_above if registry.session is not None else None,
                 listing_engine=registry.engine_id,
+                # After passes that beat's quiet shares spared this read, the sessions seen
+                # open are old news: a session opened and closed meanwhile is in no list.
+                pairs_fresh_within_ms=registry.timing.renew_interval_ms * 3 // 2,
             )
         stale = found.workflow_ids
         if share is not None and share.unheld is not None:
             unheld = list(share.unheld)
         else:
             unheld = store.list_unheld_running_indexed()
-        # Beat's page is every engine's to attempt (shared); a page this engine read is its
-        # own to attempt, never deferred: the cursor has moved on.
+        # The scan's page is attempted whatever the budget, never deferred: the cursor has
+        # moved on. One beat read goes to every engine (the strays it finds are few, and a
+        # page left to one engine would be lost with that engine's tick).
         beat_page: list[str] = []
         if share is not None and share.scanned is not None:
             page, beat_page = ScanPage([], 0, False), list(share.scanned)
@@ -136,7 +140,7 @@ class CandidateFinder:
             )
         shared = [
             workflow_id
-            for workflow_id in dict.fromkeys([*stale, *unheld, *beat_page])
+            for workflow_id in dict.fromkeys([*stale, *unheld])
             if workflow_id not in held
         ]
         window = self._window(shared)
@@ -146,7 +150,9 @@ class CandidateFinder:
         unknown = [wf for wf in registry.doubted_workflow_ids() if wf not in held]
         unknown += [wf for wf in self._audit(now, share) if wf not in held]
         pending = pending_redrives()
-        candidates = dict.fromkeys(wf for wf in [*unknown, *page.candidates] if wf not in held)
+        candidates = dict.fromkeys(
+            wf for wf in [*unknown, *page.candidates, *beat_page] if wf not in held
+        )
         for workflow_id in pending:
             candidates.setdefault(workflow_id)
         must_attempt = len(candidates)

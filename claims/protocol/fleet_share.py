@@ -18,7 +18,7 @@ itself, a tick from an older beat). Every grant still judges the row it changes.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 # The most ids a share carries in one list: past it, the list is left out and each engine
@@ -65,6 +65,18 @@ class FleetShare:
         if self.grants is None or self.grants_since_ms is None or self.grants_since_ms > since_ms:
             return None
         return self.grants
+
+    def page_only(self) -> FleetShare:
+        """This share's scan page alone: every other read is the engine's own again."""
+        return FleetShare(read_at_ms=self.read_at_ms, scanned=self.scanned)
+
+    def with_earlier_page(self, earlier: FleetShare) -> FleetShare:
+        """This share, carrying also the page of an earlier one no pass took (beat moved
+        the cursor past it)."""
+        if not earlier.scanned:
+            return self
+        merged = tuple(dict.fromkeys([*(earlier.scanned or ()), *(self.scanned or ())]))
+        return replace(self, scanned=merged)
 
     def as_json(self) -> dict[str, Any]:
         data: dict[str, Any] = {"read_at_ms": self.read_at_ms}

@@ -95,11 +95,18 @@ class ClaimStore(SessionStore, Protocol):
         ...
 
     def find_stale_holders(
-        self, *, expired_before_ms: int, sweep_above: int | None, listing_engine: str = ""
+        self,
+        *,
+        expired_before_ms: int,
+        sweep_above: int | None,
+        listing_engine: str = "",
+        pairs_fresh_within_ms: int | None = None,
     ) -> StaleHolders:
         """``list_stale_holders``, except that a dead session naming more than
         ``sweep_above`` claims (None: never) is counted, not listed
-        (``StaleHolders.swept``); a session of ``listing_engine`` is always listed."""
+        (``StaleHolders.swept``); a session of ``listing_engine`` is always listed. A store
+        that remembers the sessions between calls reads every pair the claims name again
+        when its last call is more than ``pairs_fresh_within_ms`` before this one."""
         ...
 
     def take_over_session_claims(

@@ -187,7 +187,12 @@ class MemoryClaimStore(MemorySessionRows, MemoryEventLog):
         return stale
 
     def find_stale_holders(
-        self, *, expired_before_ms: int, sweep_above: int | None, listing_engine: str = ""
+        self,
+        *,
+        expired_before_ms: int,
+        sweep_above: int | None,
+        listing_engine: str = "",
+        pairs_fresh_within_ms: int | None = None,
     ) -> StaleHolders:
         """Every stale holder listed: this store keeps no session index to sweep by."""
         return StaleHolders(self.list_stale_holders(expired_before_ms=expired_before_ms), {})

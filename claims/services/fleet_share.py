@@ -59,6 +59,12 @@ def fleet_shares(
     store = _fleet_store()
     quiet_until = _quiet_until(store, now_ms, timing)
     unheld = ids_within_limit(store.list_unheld_running_indexed())
+    moves_since = now_ms - look_back_ms(timing)
+    moves = _moves(moves_since)
+    grants_since = now_ms - look_back_ms(timing)
+    grants = _by_engine(_grants(engine_ids, grants_since), engine_ids)
+    due = _by_engine(_due(engine_ids, now_ms), engine_ids)
+    # Last: once it moves the cursor, nothing here fails before the page goes out.
     page = store.scan_unheld_running(
         cursor_name=CURSOR_NAME,
         limit=AUTHORITATIVE_SCAN_LIMIT,
@@ -67,12 +73,8 @@ def fleet_shares(
         # The pace the engines keep: with beat's page read, theirs is not due.
         paced_ms=timing.renew_interval_ms // 2,
     )
-    scanned = ids_within_limit(page.candidates)
-    moves_since = now_ms - look_back_ms(timing)
-    moves = _moves(moves_since)
-    grants_since = now_ms - look_back_ms(timing)
-    grants = _by_engine(_grants(engine_ids, grants_since), engine_ids)
-    due = _by_engine(_due(engine_ids, now_ms), engine_ids)
+    # A page holds at most AUTHORITATIVE_SCAN_LIMIT (500) ids, within SHARE_LIMIT.
+    scanned = tuple(page.candidates)
     shares = {}
     for engine_id in engine_ids:
         mine = None if grants is None else grants.get(engine_id, ())
@@ -95,7 +97,10 @@ def _quiet_until(store: OrmClaimStore, now_ms: int, timing: ClaimTiming) -> int 
     the earliest claim or live session expiry plus the grace, and at most one interval on
     (a session closed after this read is stale at once; the next share shows it)."""
     grace = timing.grace_ms
-    if store.stale_holder_exists(expired_before_ms=now_ms - grace):
+    # The fan-out runs in whichever worker takes it: this process's memory of the sessions
+    # may be several ticks old, and then every pair is read again.
+    fresh = timing.renew_interval_ms * 3 // 2
+    if store.stale_holder_exists(expired_before_ms=now_ms - grace, pairs_fresh_within_ms=fresh):
         return None
     earliest = [now_ms + timing.renew_interval_ms]
     claim_expiry = WorkflowClaim.objects.filter(holder_expires_at_ms__isnull=False).aggregate(

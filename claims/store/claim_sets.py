@@ -143,7 +143,12 @@ class ClaimSetQueries(SessionQueries):
         return self.find_stale_holders(expired_before_ms=expired_before_ms).workflow_ids
 
     def find_stale_holders(
-        self, *, expired_before_ms: int, sweep_above: int | None = None, listing_engine: str = ""
+        self,
+        *,
+        expired_before_ms: int,
+        sweep_above: int | None = None,
+        listing_engine: str = "",
+        pairs_fresh_within_ms: int | None = None,
     ) -> StaleHolders:
         # Two reads, each along its own partial index, instead of one over every held row
         # (an OR of the two would be judged row by row): the expiries before the bound
@@ -156,11 +161,15 @@ class ClaimSetQueries(SessionQueries):
         stale.update(
             WorkflowClaim.objects.filter(HOLDER_GARBLED).values_list("workflow_id", flat=True)
         )
-        named, swept = self._stale_session_holders(expired_before_ms, sweep_above, listing_engine)
+        named, swept = self._stale_session_holders(
+            expired_before_ms, sweep_above, listing_engine, pairs_fresh_within_ms
+        )
         stale.update(named)
         return StaleHolders(sorted(stale), swept)
 
-    def stale_holder_exists(self, *, expired_before_ms: int) -> bool:
+    def stale_holder_exists(
+        self, *, expired_before_ms: int, pairs_fresh_within_ms: int | None = None
+    ) -> bool:
         """Whether ``find_stale_holders`` would find anything, read as far as the first
         (beat's question for the fleet, claims/services/fleet_share.py): an expiry before
         the bound, a garbled holder, or a claim naming a dead session, judged through this
@@ -184,6 +193,7 @@ class ClaimSetQueries(SessionQueries):
             read_unclosed=self.read_unclosed_sessions,
             read_pairs=self.list_session_pairs,
             read_sessions=self.read_sessions,
+            fresh_within_ms=pairs_fresh_within_ms,
         ):
             named = WorkflowClaim.objects.filter(
                 holder_engine_id=engine, holder_session_epoch=epoch
@@ -193,7 +203,11 @@ class ClaimSetQueries(SessionQueries):
         return found
 
     def _stale_session_holders(
-        self, expired_before_ms: int, sweep_above: int | None, listing_engine: str = ""
+        self,
+        expired_before_ms: int,
+        sweep_above: int | None,
+        listing_engine: str = "",
+        pairs_fresh_within_ms: int | None = None,
     ) -> tuple[list[str], dict[SessionPair, int]]:
         """The claims naming a session that is no longer alive: a read of the sessions not
         closed, every PAIRS_READ_EVERY_MS the pairs the claims name (one index step per
@@ -210,6 +224,7 @@ class ClaimSetQueries(SessionQueries):
             read_unclosed=self.read_unclosed_sessions,
             read_pairs=self.list_session_pairs,
             read_sessions=self.read_sessions,
+            fresh_within_ms=pairs_fresh_within_ms,
         ):
             claims = WorkflowClaim.objects.filter(
                 holder_engine_id=engine, holder_session_epoch=epoch

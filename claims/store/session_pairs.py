@@ -52,6 +52,7 @@ class SessionPairWatch:
         self._rows: dict[str, SessionRow] = {}  # the session rows the last judgement read
         self._named: set[Pair] = set()  # from the last full read
         self._read_at_ms: int | None = None
+        self._called_at_ms: int | None = None  # the last call's bound
         self._seen_open: dict[str, int] = {}  # engine -> epoch, as the last pass read them
         # Dead, and no claim named them when read: by the session row's expiry then (None:
         # no row or closed), so a renewal of a revived session ends the rest.
@@ -64,15 +65,26 @@ class SessionPairWatch:
         read_unclosed: Callable[[], dict[str, SessionRow]],
         read_pairs: Callable[[], list[Pair]],
         read_sessions: Callable[[Iterable[str]], dict[str, SessionRow]],
+        fresh_within_ms: int | None = None,
     ) -> list[Pair]:
-        """The pairs worth reading the claims of: dead by the rule, not known drained."""
+        """The pairs worth reading the claims of: dead by the rule, not known drained.
+        Every pair is read again when the last call is more than ``fresh_within_ms`` before
+        this one: the sessions seen open then no longer cover the pairs claims name now (a
+        session that opened and closed since was seen by no call)."""
         with self._lock:
             unclosed = read_unclosed()
             watch = {(engine, row.epoch) for engine, row in unclosed.items()}
             watch.update(self._seen_open.items())
             self._seen_open = {engine: row.epoch for engine, row in unclosed.items()}
-            due = self._read_at_ms is None or (
-                expired_before_ms - self._read_at_ms >= PAIRS_READ_EVERY_MS
+            last_call, self._called_at_ms = self._called_at_ms, expired_before_ms
+            due = (
+                self._read_at_ms is None
+                or expired_before_ms - self._read_at_ms >= PAIRS_READ_EVERY_MS
+                or (
+                    fresh_within_ms is not None
+                    and last_call is not None
+                    and expired_before_ms - last_call > fresh_within_ms
+                )
             )
             if due:
                 self._named = set(read_pairs())

@@ -47,12 +47,12 @@ def test_a_quiet_share_stands_in_for_every_discovery_read(
 
     candidates = target.list_candidates(share)
 
-    assert candidates == ["u-marked", "s-scanned"]
+    assert candidates == ["s-scanned", "u-marked"]
     assert not DISCOVERY_READS & set(counting.calls)
     assert "list_granted_to" not in counting.calls
     discovery = target.last_discovery
     assert (discovery.unheld_indexed, discovery.authoritative_scan) == (1, 1)
-    assert discovery.must_attempt == 0  # beat's page is every engine's: shared, not this one's
+    assert discovery.must_attempt == 1  # beat's page: attempted whatever the budget
 
 
 def test_a_share_that_is_not_quiet_leaves_the_stale_holders_to_the_engine(
@@ -194,7 +194,35 @@ def test_moves_stand_in_for_the_engines_read_when_they_reach_back_far_enough(sto
     assert owner.held_workflow_ids() == ["wf-3"]
 
 
+def test_a_session_that_lived_and_closed_while_shares_were_quiet_is_found_after(
+    store, clock, timing, reclaim_target
+):
+    """An engine spared its own reads by quiet shares has not seen the sessions that opened
+    since; one that closed (an engine stopping, its claims stale at once) is found by the
+    engine's next own read all the same."""
+    watcher = reclaim_target(session_engine(store, clock, timing, "engine-a"))
+    watcher.list_candidates()  # its own read: no session but its own
+    for _ in range(3):  # quiet ticks: no read of its own
+        clock.advance(timing.renew_interval_ms)
+        watcher.list_candidates(quiet(clock()))
+    stopping = session_engine(store, clock, timing, "engine-e")
+    assert stopping.acquire("wf-e").status == "acquired"
+    stopping.release_all()  # closes its session: wf-e's holder is stale now
+    clock.advance(timing.renew_interval_ms)
+
+    loud = FleetShare(read_at_ms=clock(), quiet_until_ms=None, unheld=(), scanned=())
+    assert "wf-e" in watcher.list_candidates(loud)
+
+
 # -- the share as a tick carries it --------------------------------------------------------
+
+
+def test_a_page_carried_into_a_later_share_keeps_both_pages_once():
+    earlier = FleetShare(read_at_ms=1, quiet_until_ms=9, unheld=("u",), scanned=("a", "b"))
+    later = FleetShare(read_at_ms=5, quiet_until_ms=9, scanned=("b", "c"))
+    assert later.with_earlier_page(earlier).scanned == ("a", "b", "c")
+    assert later.with_earlier_page(FleetShare(read_at_ms=1)) is later
+    assert earlier.page_only() == FleetShare(read_at_ms=1, scanned=("a", "b"))
 
 
 def test_a_share_survives_its_json_and_a_misshapen_one_is_refused_whole():

@@ -90,3 +90,33 @@ def test_a_share_is_used_once(local, clock):
     statements(local.run_wake)
     _, again = statements(local.run_wake)
     assert again > 0
+
+
+def test_a_page_beat_read_is_not_dropped_with_a_share_no_pass_took(local, clock):
+    """Beat moved the scan cursor past the page: a later tick, or an old share, still
+    brings it to the next reclaim pass."""
+    local.trigger(quiet(clock, scanned=("wf-stray",)))
+    local.trigger(quiet(clock, scanned=("wf-later",)))
+    taken = local._take_share("reclaim")
+    assert taken is not None
+    assert taken.scanned == ("wf-stray", "wf-later")
+
+    local.trigger(quiet(clock, scanned=("wf-old",)))
+    local.trigger()  # a tick without a share
+    clock.advance(RENEW_INTERVAL_MS)
+    old = local._take_share("reclaim")
+    assert old is not None
+    assert old == FleetShare(read_at_ms=old.read_at_ms, scanned=("wf-old",))
+
+
+def test_the_reclaim_pass_runs_at_the_tick_only_for_work_and_a_quiet_half_interval(local, clock):
+    half = RENEW_INTERVAL_MS // 2
+    local.trigger(quiet(clock))
+    assert not local._share_has_work_now()  # nothing to take: keep the wait
+    local.trigger(quiet(clock, unheld=("wf-marked",)))
+    assert local._share_has_work_now()
+    lapsing = FleetShare(
+        read_at_ms=clock(), quiet_until_ms=clock() + half, unheld=("wf-marked",), scanned=()
+    )
+    local.trigger(lapsing)
+    assert not local._share_has_work_now()  # the waiting pass might find a lapse

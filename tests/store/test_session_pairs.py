@@ -126,3 +126,27 @@ def test_a_session_born_and_dead_between_two_passes_waits_for_the_full_read():
 
     assert db.dead(watch, NOW + 1) == []
     assert db.dead(watch, NOW + PAIRS_READ_EVERY_MS) == [("a", 1), ("z", 1)]
+
+
+def test_after_a_gap_longer_than_the_freshness_asked_for_every_pair_is_read_again():
+    """A session that opened and closed between two calls far apart (an engine spared its
+    reads by beat's quiet shares) was seen open by no call: only a full read finds it."""
+    db = Database([session("a", 1)], [("a", 1)])
+    watch = SessionPairWatch()
+    assert db.dead(watch) == []
+    db.sessions["b"] = session("b", 1, closed=True)  # opened, granted, closed meanwhile
+    db.named.append(("b", 1))
+
+    def dead(bound: int, fresh: int | None) -> list[tuple[str, int]]:
+        return watch.dead_pairs(
+            expired_before_ms=bound,
+            read_unclosed=db.unclosed,
+            read_pairs=db.pairs,
+            read_sessions=db.rows,
+            fresh_within_ms=fresh,
+        )
+
+    assert dead(NOW + 5_000, 7_500) == []  # the last call 5 s ago: fresh enough, blind
+    assert db.pair_reads == 1
+    assert dead(NOW + 12_501, 7_500) == [("b", 1)]  # 7.5 s and more since the last call
+    assert db.pair_reads == 2
