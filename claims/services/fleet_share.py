@@ -12,6 +12,7 @@ place in the ownerless marks, as an engine's does.
 from __future__ import annotations
 
 import threading
+import time
 from collections import defaultdict
 
 from django.db.models import Min, OuterRef, Subquery
@@ -40,6 +41,9 @@ def look_back_ms(timing: ClaimTiming) -> int:
     return timing.ttl_ms + timing.ttl_ms // 3 + LOOK_BACK_INTERVALS * timing.renew_interval_ms
 
 
+# The share of an interval beat's reads may take before the rest is left to the engines.
+READ_BUDGET = 0.1
+
 _store_lock = threading.Lock()
 _store: OrmClaimStore | None = None
 
@@ -55,26 +59,36 @@ def _fleet_store() -> OrmClaimStore:
 def fleet_shares(
     *, now_ms: int, timing: ClaimTiming, engine_ids: list[str]
 ) -> dict[str, FleetShare]:
-    """Each engine's share of one read of each source for the fleet, at ``now_ms``."""
+    """Each engine's share of one read of each source for the fleet, at ``now_ms``. The
+    ticks wait for these reads, so they stop at READ_BUDGET of an interval: the parts not
+    read by then are left out, and the engines read them for themselves (behind a mass
+    failure the due and granted lists run long, on a machine the takeovers keep busy)."""
     store = _fleet_store()
+    deadline = time.monotonic() + timing.renew_interval_ms * READ_BUDGET / 1000
+
+    def in_time() -> bool:
+        return time.monotonic() < deadline
+
     quiet_until = _quiet_until(store, now_ms, timing)
-    unheld = ids_within_limit(store.list_unheld_running_indexed())
+    unheld = ids_within_limit(store.list_unheld_running_indexed()) if in_time() else None
     moves_since = now_ms - look_back_ms(timing)
-    moves = _moves(moves_since)
+    moves = _moves(moves_since) if in_time() else None
     grants_since = now_ms - look_back_ms(timing)
-    grants = _by_engine(_grants(engine_ids, grants_since), engine_ids)
-    due = _by_engine(_due(engine_ids, now_ms), engine_ids)
-    # Last: once it moves the cursor, nothing here fails before the page goes out.
-    page = store.scan_unheld_running(
-        cursor_name=CURSOR_NAME,
-        limit=AUTHORITATIVE_SCAN_LIMIT,
-        scanned_by=BEAT_SCANNER,
-        now_ms=now_ms,
-        # The pace the engines keep: with beat's page read, theirs is not due.
-        paced_ms=timing.renew_interval_ms // 2,
-    )
-    # A page holds at most AUTHORITATIVE_SCAN_LIMIT (500) ids, within SHARE_LIMIT.
-    scanned = tuple(page.candidates)
+    grants = _by_engine(_grants(engine_ids, grants_since), engine_ids) if in_time() else None
+    due = _by_engine(_due(engine_ids, now_ms), engine_ids) if in_time() else None
+    scanned: tuple[str, ...] | None = None
+    if in_time():
+        # Last: once it moves the cursor, nothing here fails before the page goes out.
+        page = store.scan_unheld_running(
+            cursor_name=CURSOR_NAME,
+            limit=AUTHORITATIVE_SCAN_LIMIT,
+            scanned_by=BEAT_SCANNER,
+            now_ms=now_ms,
+            # The pace the engines keep: with beat's page read, theirs is not due.
+            paced_ms=timing.renew_interval_ms // 2,
+        )
+        # A page holds at most AUTHORITATIVE_SCAN_LIMIT (500) ids, within SHARE_LIMIT.
+        scanned = tuple(page.candidates)
     shares = {}
     for engine_id in engine_ids:
         mine = None if grants is None else grants.get(engine_id, ())

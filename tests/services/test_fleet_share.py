@@ -11,7 +11,14 @@ from typing import Any
 import pytest
 from django.db import transaction
 
-from claims.models import ClaimEvent, EngineSession, Workflow, WorkflowClaim, WorkflowStatus
+from claims.models import (
+    ClaimEvent,
+    EngineSession,
+    ReclaimCursor,
+    Workflow,
+    WorkflowClaim,
+    WorkflowStatus,
+)
 from claims.protocol import fleet_share as share_module
 from claims.protocol.fleet_share import FleetShare
 from claims.services import fleet_share
@@ -300,3 +307,15 @@ def test_the_fan_out_sends_each_live_engine_its_share_and_ticks_without_one_on_f
     sent.clear()
     assert tasks.fan_out_ticks() == 1
     assert sent == [("engine.e-live", {})]
+
+
+def test_past_its_time_budget_beat_leaves_the_rest_to_the_engines(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The ticks wait for beat's reads: once the budget is spent, the parts not read are
+    left out (the quiet proof is always read: it comes first), and the scan cursor stays."""
+    monkeypatch.setattr(fleet_share, "READ_BUDGET", 0.0)
+    share = fleet_shares(now_ms=NOW, timing=TIMING, engine_ids=ENGINES)[ENGINES[0]]
+    assert share.quiet_until_ms == NOW + TIMING.renew_interval_ms
+    assert (share.unheld, share.scanned, share.moves, share.grants, share.due) == ((None,) * 5)
+    assert not ReclaimCursor.objects.exists()
