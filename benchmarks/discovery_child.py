@@ -267,6 +267,16 @@ def _engine_class(times: StatementTimes) -> Any:
     return BenchEngine
 
 
+def _answer(times: StatementTimes, **parts: Any) -> dict[str, Any]:
+    """What a process sends back: its statements in the window, and ``parts``."""
+    return {
+        "statement_ms": dict(times.ms),
+        "texts": {text: dict(counts) for text, counts in times.texts.items()},
+        "statements": dict(times.count),
+        **parts,
+    }
+
+
 def _setup_django(plan: Plan) -> None:
     os.environ["DJANGO_SETTINGS_MODULE"] = "weftboard.settings"
     os.environ["DATABASE_URL"] = plan.url
@@ -313,16 +323,14 @@ def run_beat(plan: Plan, ready: Any, start: Any, results: Any, shares: list[Any]
     time.sleep(max(0.0, t0 + ticks * interval_s - time.time()))
     times.open = False
     results.put(
-        {
-            "statement_ms": dict(times.ms),
-            "texts": {text: dict(counts) for text, counts in times.texts.items()},
-            "statements": dict(times.count),
-            "pass_ms": {"beat": {"beat": read_ms}},
-            "reclaims": {},
-            "in_flight_ms": {},
-            "held": {},
-            "reclaimed_by": {},
-        }
+        _answer(
+            times,
+            pass_ms={"beat": {"beat": read_ms}},
+            reclaims={},
+            in_flight_ms={},
+            held={},
+            reclaimed_by={},
+        )
     )
     results.close()
     results.join_thread()
@@ -383,24 +391,20 @@ def run_engines(
     time.sleep(max(0.0, t0 + ticks * interval_s - time.time()))
     times.open = False
     results.put(
-        {
-            "statement_ms": dict(times.ms),
-            "texts": {text: dict(counts) for text, counts in times.texts.items()},
-            "statements": dict(times.count),
-            "pass_ms": {engine.engine_id: dict(engine.pass_ms) for engine in fleet},
-            "reclaims": {engine.engine_id: engine.reclaims for engine in fleet},
-            "in_flight_ms": {engine.engine_id: engine.in_flight_ms() for engine in fleet},
-            "held": {
-                engine.engine_id: len(engine.registry.held_workflow_ids()) for engine in fleet
-            },
-            "reclaimed_by": {
+        _answer(
+            times,
+            pass_ms={engine.engine_id: dict(engine.pass_ms) for engine in fleet},
+            reclaims={engine.engine_id: engine.reclaims for engine in fleet},
+            in_flight_ms={engine.engine_id: engine.in_flight_ms() for engine in fleet},
+            held={engine.engine_id: len(engine.registry.held_workflow_ids()) for engine in fleet},
+            reclaimed_by={
                 engine.engine_id: sum(
                     engine.metrics.snapshot()["attempts"].get(outcome, 0)
                     for outcome in ("takeover", "acquired")
                 )
                 for engine in fleet
             },
-        }
+        )
     )
     results.close()
     results.join_thread()

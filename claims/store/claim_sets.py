@@ -184,23 +184,31 @@ class ClaimSetQueries(SessionQueries):
         # million claims (BENCHMARKS.md, "Fleet discovery"). There are none, or very few.
         if WorkflowClaim.objects.filter(HOLDER_GARBLED).values_list("workflow_id", flat=True):
             return True
-        watch: SessionPairWatch = self.__dict__.setdefault("_pair_watch", SessionPairWatch())
+        watch, dead = self._dead_pairs(expired_before_ms, pairs_fresh_within_ms)
         found = False
         # Every dead pair is judged, not only up to the first named: one left unjudged
         # would drop out of the watch (it is watched from this read's pairs only).
-        for engine, epoch in watch.dead_pairs(
-            expired_before_ms=expired_before_ms,
-            read_unclosed=self.read_unclosed_sessions,
-            read_pairs=self.list_session_pairs,
-            read_sessions=self.read_sessions,
-            fresh_within_ms=pairs_fresh_within_ms,
-        ):
+        for engine, epoch in dead:
             named = WorkflowClaim.objects.filter(
                 holder_engine_id=engine, holder_session_epoch=epoch
             ).exists()
             watch.judged((engine, epoch), named=named)
             found = found or named
         return found
+
+    def _dead_pairs(
+        self, expired_before_ms: int, fresh_within_ms: int | None
+    ) -> tuple[SessionPairWatch, list[tuple[str, int]]]:
+        """This store's memory of the session pairs, and the pairs it finds dead now."""
+        watch: SessionPairWatch = self.__dict__.setdefault("_pair_watch", SessionPairWatch())
+        dead = watch.dead_pairs(
+            expired_before_ms=expired_before_ms,
+            read_unclosed=self.read_unclosed_sessions,
+            read_pairs=self.list_session_pairs,
+            read_sessions=self.read_sessions,
+            fresh_within_ms=fresh_within_ms,
+        )
+        return watch, dead
 
     def _stale_session_holders(
         self,
@@ -216,16 +224,10 @@ class ClaimSetQueries(SessionQueries):
         naming more is counted instead, and swept; ``listing_engine``'s own are listed
         whole (an engine never sweeps its own sessions). Nothing to read in the
         workflow-lease mode."""
-        watch: SessionPairWatch = self.__dict__.setdefault("_pair_watch", SessionPairWatch())
+        watch, dead = self._dead_pairs(expired_before_ms, pairs_fresh_within_ms)
         stale: list[str] = []
         swept: dict[SessionPair, int] = {}
-        for engine, epoch in watch.dead_pairs(
-            expired_before_ms=expired_before_ms,
-            read_unclosed=self.read_unclosed_sessions,
-            read_pairs=self.list_session_pairs,
-            read_sessions=self.read_sessions,
-            fresh_within_ms=pairs_fresh_within_ms,
-        ):
+        for engine, epoch in dead:
             claims = WorkflowClaim.objects.filter(
                 holder_engine_id=engine, holder_session_epoch=epoch
             )
