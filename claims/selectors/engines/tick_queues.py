@@ -16,8 +16,3 @@ def engine_tick_targets() -> list[tuple[str, str]]:
         .exclude(queue="")
         .values_list("engine_id", "queue")
     ]
-
-
-def engine_tick_queues() -> list[str]:
-    """The direct queue of every engine not known dead or stopped."""
-    return [queue for _, queue in engine_tick_targets()]
