@@ -28,7 +28,7 @@ def fan_out_ticks() -> int:
     """Send a tick to the direct queue of every engine not known dead, each with its share
     of one read of the fleet (docs/design.md §4, "Beat reads for the fleet")."""
     from claims.conf import claim_timing
-    from claims.fleet_clock import fleet_now
+    from claims.fleet_clock import database_now_ms
     from claims.selectors.engines.tick_queues import engine_tick_targets
     from claims.services.fleet_share import fleet_shares
 
@@ -36,7 +36,10 @@ def fan_out_ticks() -> int:
     interval_s = timing.renew_interval_ms / 1000
     targets = engine_tick_targets()
     try:
-        now_ms, _ = fleet_now()
+        # The database's own clock, not this process's: the fan-out runs on whichever worker
+        # takes it, and a share read at a time behind the real one would leave out what
+        # came due since (each engine's wake takes the due list as it stands).
+        now_ms = database_now_ms()
         shares = fleet_shares(
             now_ms=now_ms, timing=timing, engine_ids=[engine_id for engine_id, _ in targets]
         )

@@ -284,16 +284,23 @@ def ghosts_seen(stretches: dict[str, list[Stretch]], records: list[FaultRecord])
     stretch started), the workflows whose live holder made no progress past the bound, and
     how long each lasted. After the last fault one is a ``stranded`` violation; during the
     faults the report lists them."""
-    by_kind: dict[str, list[int]] = {}
-    for spans in stretches.values():
+    by_kind: dict[str, list[tuple[int, str]]] = {}
+    for workflow_id, spans in stretches.items():
         for stretch in spans:
             if stretch.held:
                 length = stretch.last_ms - stretch.first_ms
-                by_kind.setdefault(_fault_before(records, stretch.first_ms), []).append(length)
+                kind = _fault_before(records, stretch.first_ms)
+                by_kind.setdefault(kind, []).append((length, workflow_id))
     lines = []
     for kind in sorted({r.kind for r in records} | set(by_kind)):
-        seen = sorted(by_kind.get(kind, []))
-        detail = f": {', '.join(f'{ms} ms' for ms in seen[:8])} past the bound" if seen else ""
+        # The longest first, named, so that their engines' logs can be read for them.
+        seen = sorted(by_kind.get(kind, []), key=lambda seen: (-seen[0], seen[1]))
+        detail = (
+            f": {', '.join(f'{ms} ms ({workflow_id})' for ms, workflow_id in seen[:8])}"
+            " past the bound"
+            if seen
+            else ""
+        )
         lines.append(f"{kind}: {len(seen)} ghost holders{detail}")
     return lines
 

@@ -13,6 +13,10 @@ from claims.store import OrmClaimStore
 
 _store = OrmClaimStore()
 
+# An engine writes its heartbeat after every pass, each interval at least: one not heard
+# from for two intervals has most likely stopped.
+HEARD_WITHIN_INTERVALS = 2
+
 
 @dataclass(frozen=True)
 class Target:
@@ -30,13 +34,24 @@ class Targets:
         )
         if named is not None:
             engines = engines.filter(engine_id=named)
+        rows = list(
+            engines.order_by("engine_id").values_list("engine_id", "queue", "heartbeat_at_ms")
+        )
+        if named is None:
+            # Spread over the engines heard from lately: one killed a moment ago stays
+            # active until beat marks it dead (a TTL of silence), and a claim handed to it
+            # would wait out its TTL and the grace again before anyone drives it. With none
+            # heard from lately (the whole fleet slow), every active engine is a target.
+            heard_since = now_ms - HEARD_WITHIN_INTERVALS * timing.renew_interval_ms
+            heard = [row for row in rows if row[2] >= heard_since]
+            rows = heard or rows
         self._targets = [
             Target(
                 engine_id,
                 queue or None,
                 open_session_epoch(_store, engine_id, now_ms=now_ms, timing=timing),
             )
-            for engine_id, queue in engines.order_by("engine_id").values_list("engine_id", "queue")
+            for engine_id, queue, _ in rows
         ]
         self._turn = cycle(self._targets)
         self.refusal = (

@@ -28,8 +28,9 @@ SHARE_LIMIT = 1_000
 
 @dataclass(frozen=True)
 class FleetShare:
-    """One engine's share of beat's reads at ``read_at_ms`` (beat's clock, calibrated to the
-    database's as every engine's is). ``None`` in a field: not read for it."""
+    """One engine's share of beat's reads at ``read_at_ms`` (the database's clock, read with
+    them: whichever process runs the fan-out, its own clock does not move them). ``None``
+    in a field: not read for it."""
 
     read_at_ms: int
     # No holder was stale when beat read, and none can become stale before this time (the

@@ -184,6 +184,30 @@ def test_a_takeover_spreads_over_live_engines_with_one_adopt_per_engine_per_chun
     assert set(ClaimEvent.objects.values_list("kind", flat=True)) == {"forced_takeover"}
 
 
+def test_a_takeover_spreads_over_the_engines_heard_from_lately():
+    """An engine killed a moment ago is active until beat marks it dead: a claim handed to
+    it would wait out a TTL and the grace before anyone drives it."""
+    make_fleet(4, epoch=2)
+    factories.make_engine("e-2")
+    factories.make_engine("e-3", heard_ago_ms=60_000)
+    job = bulk_run(create("takeover").pk, hooks=NO_PAUSE)
+
+    assert job.done_count == 4
+    holders = WorkflowClaim.objects.values_list("holder_engine_id", flat=True)
+    assert sorted(holders) == ["e-2"] * 4
+
+
+def test_with_no_engine_heard_from_lately_a_takeover_spreads_over_every_active_one():
+    make_fleet(4, epoch=2)
+    factories.make_engine("e-2", heard_ago_ms=60_000)
+    factories.make_engine("e-3", heard_ago_ms=60_000)
+    job = bulk_run(create("takeover").pk, hooks=NO_PAUSE)
+
+    assert job.done_count == 4
+    holders = WorkflowClaim.objects.values_list("holder_engine_id", flat=True)
+    assert sorted(holders) == ["e-2", "e-2", "e-3", "e-3"]
+
+
 def test_a_takeover_to_an_engine_that_died_since_is_refused_item_by_item():
     make_fleet(2)
     factories.make_engine("e-2")

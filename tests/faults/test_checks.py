@@ -148,7 +148,7 @@ def test_ghost_holders_are_listed_by_the_fault_in_force_when_they_began():
 
     lines = ghosts_seen(stretches, [cut, stall])
 
-    assert lines == ["cut: 1 ghost holders: 700 ms past the bound", "stall: 0 ghost holders"]
+    assert lines == ["cut: 1 ghost holders: 700 ms (wf-1) past the bound", "stall: 0 ghost holders"]
 
 
 def test_a_fleet_counter_going_down_or_disagreeing_with_the_engines_is_a_violation():

@@ -309,6 +309,38 @@ def test_the_fan_out_sends_each_live_engine_its_share_and_ticks_without_one_on_f
     assert sent == [("engine.e-live", {})]
 
 
+def test_the_fan_out_reads_on_the_databases_clock_whichever_worker_runs_it(
+    monkeypatch: pytest.MonkeyPatch, settings: Any
+) -> None:
+    """The fan-out lands on any worker. One whose clock is far behind (calibration lost, a
+    host clock stepped back) must not send a due list as of its own time: the engines'
+    wake takes the list as it stands, and what came due since would wait for a tick run
+    elsewhere."""
+    from claims import fleet_clock, tasks
+    from claims.protocol.offset_clock import OffsetClock
+    from tests.factories import make_claim, make_engine, make_workflow
+
+    settings.WEFT_CLAIM_TTL = "30s"
+    settings.WEFT_CLAIM_RENEW_INTERVAL = "5s"
+    make_engine("e-live")
+    make_workflow("wf-due", updated_ago_ms=60_000, due_at_ms=fleet_clock.database_now_ms() - 1)
+    make_claim("wf-due", engine="e-live")
+    behind = OffsetClock(skew_ms=-60_000)
+    behind.calibrate(fleet_clock.database_now_ms)
+    monkeypatch.setattr(fleet_clock, "_clock", behind)
+    sent: list[dict[str, Any]] = []
+    monkeypatch.setattr(
+        tasks.engine_tick, "apply_async", lambda kwargs, queue, expires: sent.append(kwargs)
+    )
+
+    assert tasks.fan_out_ticks() == 1
+
+    share = FleetShare.from_json(sent[0]["share"])
+    assert share is not None
+    assert share.due == ("wf-due",)
+    assert abs(share.read_at_ms - fleet_clock.database_now_ms()) < 5_000
+
+
 def test_past_its_time_budget_beat_leaves_the_rest_to_the_engines(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
