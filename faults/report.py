@@ -33,7 +33,8 @@ def report_lines(outcome: Outcome) -> list[str]:
         f" PostgreSQL and a private Redis, in the {options.ownership_mode} ownership mode;"
         f" TTL {timing.ttl_ms} ms, renew interval {timing.renew_interval_ms} ms",
         f"- ran {outcome.elapsed_s:.0f} s: faults for {options.duration_s:g} s, then a quiet"
-        f" period of {2 * timing.stranded_bound_ms / 1000 + 3:g} s",
+        f" period of {2 * timing.stranded_bound_ms / 1000 + 3:g} s (no fault, start or operator"
+        " call)",
         f"- workload: {outcome.workload['started']} workflows started through the API"
         f" (failed starts: {outcome.workload['start_failures'] or 'none'}); final statuses"
         f" {outcome.workload['final_status']}",
