@@ -147,6 +147,12 @@ class ClaimEventKind(models.TextChoices):
     ADOPTED = "adopted"
 
 
+# The moves (claims.protocol.records.MOVE_KINDS), spelled out here for the index's
+# condition and its migration (a test holds them equal); the reads name the same list.
+MOVED_FROM_KINDS = ["forced_release", "forced_takeover", "rotated", "takeover"]
+MOVED_FROM_INDEX = "claim_event_moved_from_idx"
+
+
 class ClaimEvent(models.Model):
     """A claim transition or operator action. Renewals are not logged one by one."""
 
@@ -161,9 +167,18 @@ class ClaimEvent(models.Model):
     at_ms = models.BigIntegerField()
     # The bulk job (claims.models.BulkJob) that made this transition, if one did.
     bulk_job_id = models.BigIntegerField(null=True, blank=True)
+    # For a move: the engine the row named as holder before it (migration 0030), so that
+    # each engine under a session reads the moves of its own claims only; null: none or
+    # not known, and every engine reads it (docs/design.md §12).
+    holder_before = models.CharField(max_length=ENGINE_ID_MAX_LENGTH, null=True, blank=True)
 
     class Meta:
         indexes = [
+            models.Index(
+                fields=["holder_before", "at_ms"],
+                condition=Q(kind__in=MOVED_FROM_KINDS),
+                name=MOVED_FROM_INDEX,
+            ),
             models.Index(
                 fields=["bulk_job_id", "id"],
                 condition=Q(bulk_job_id__isnull=False),

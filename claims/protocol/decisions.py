@@ -10,7 +10,15 @@ from __future__ import annotations
 
 from typing import Literal, Protocol
 
-from .records import ClaimEventRecord, ClaimResult, ClaimRow, EventKind, GrantPlan, Holder
+from .records import (
+    ClaimEventRecord,
+    ClaimResult,
+    ClaimRow,
+    EventKind,
+    GrantPlan,
+    Holder,
+    holder_engine,
+)
 from .states import takeover_eligible
 from .timing import ClaimTiming
 
@@ -58,8 +66,16 @@ def _plan(
 ) -> GrantPlan:
     before = None if row is None else row.epoch
     epoch = 1 if row is None else row.epoch + 1
-    event = ClaimEventRecord(workflow_id, kind, before, epoch, engine_id, now_ms)
     expected_holder = None if row is None else row.holder
+    event = ClaimEventRecord(
+        workflow_id,
+        kind,
+        before,
+        epoch,
+        engine_id,
+        now_ms,
+        holder_before=holder_engine(expected_holder),
+    )
     return GrantPlan(
         workflow_id,
         before or 0,

@@ -21,11 +21,16 @@ class MemoryEventLog:
     def record_event(self, event: ClaimEventRecord) -> None:
         self._append(event)
 
-    def read_claim_moves(self, *, since_ms: int) -> list[tuple[str, int]]:
+    def read_claim_moves(
+        self, *, since_ms: int, moved_from: str | None = None
+    ) -> list[tuple[str, int]]:
         return [
             (e.workflow_id, e.epoch_after)
             for e in self.events
-            if e.kind in MOVE_KINDS and e.at_ms >= since_ms and e.epoch_after is not None
+            if e.kind in MOVE_KINDS
+            and e.at_ms >= since_ms
+            and e.epoch_after is not None
+            and (moved_from is None or e.holder_before in (None, moved_from))
         ]
 
     def _append(self, event: ClaimEventRecord | None) -> None:

@@ -33,6 +33,15 @@ class Holder:
         return self.engine_id if self.session_epoch is not None and self.engine_id else None
 
 
+def holder_engine(holder: Holder | None) -> str | None:
+    """The engine a holder's row names, for a move's ``holder_before``: the engine whose
+    cache may hold the claim, whatever the rest of the holder columns say (a garbled row
+    still names the engine that cached it); None for no holder or a blank engine."""
+    if holder is None or not isinstance(holder.engine_id, str) or not holder.engine_id:
+        return None
+    return holder.engine_id
+
+
 @dataclass(frozen=True, slots=True)
 class ClaimRow:
     """One workflow's claim: the fencing epoch and its holder, if any; for a holder that
@@ -127,6 +136,10 @@ class ClaimEventRecord:
     at_ms: int
     actor: str | None = None
     reason: str = ""
+    # For a move (MOVE_KINDS): the engine the row named as holder before it, the one whose
+    # cache may still hold the claim; None when it named none, or nothing usable (every
+    # engine under a session then reads the move, as it read every move before).
+    holder_before: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

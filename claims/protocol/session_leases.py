@@ -212,7 +212,9 @@ class SessionLeases:
         cancel, forced release or takeover), and count each as deposed and as a renewal
         failure, as a failed per-claim renewal would have. Reads the claim events since the
         last look, overlapping it by one TTL, since an event's time is taken before its
-        statement commits: a read as long as the fleet's moves, not the claims held. Beat's
+        statement commits: only the moves whose row named this engine before (and those
+        naming none), a read as long as the moves of its own claims, not the fleet's
+        (behind a mass failure, the dead engines' claims moving are not its news). Beat's
         ``share`` of the moves stands in for the read when it reaches back as far (this
         engine's look then ends where beat's did). Returns how many were dropped."""
         claims = self.claims
@@ -223,7 +225,9 @@ class SessionLeases:
             moves: Sequence[tuple[str, int]] = given
             self._moves_read_at_ms = min(now, share.read_at_ms)
         else:
-            moves = claims.store.read_claim_moves(since_ms=since - claims.timing.ttl_ms)
+            moves = claims.store.read_claim_moves(
+                since_ms=since - claims.timing.ttl_ms, moved_from=claims.engine_id
+            )
             self._moves_read_at_ms = now
         lost: list[tuple[str, Holder]] = []
         with claims._lock:

@@ -160,9 +160,13 @@ class ClaimStore(SessionStore, Protocol):
         that are about to end."""
         ...
 
-    def read_claim_moves(self, *, since_ms: int) -> list[tuple[str, int]]:
+    def read_claim_moves(
+        self, *, since_ms: int, moved_from: str | None = None
+    ) -> list[tuple[str, int]]:
         """(workflow id, epoch after) of every logged transition since ``since_ms`` that
-        moved a claim to a new epoch: takeovers, rotations, forced releases and takeovers."""
+        moved a claim to a new epoch: takeovers, rotations, forced releases and takeovers.
+        With ``moved_from``, only those whose row named that engine before the move, and
+        those that name no engine before (each engine reads those)."""
         ...
 
     def read_claims(self, workflow_ids: Sequence[str]) -> dict[str, ClaimRow]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from .decisions import new_holder
 from .errors import StaleEpochError
 from .offset_clock import Clock
-from .records import ClaimEventRecord, EventKind, GrantPlan
+from .records import ClaimEventRecord, EventKind, GrantPlan, holder_engine
 from .store import ClaimStore
 
 # What a caller outside the engines saw of a workflow with no claim row yet: epochs start
@@ -96,6 +96,7 @@ def rotate_claim(
         now,
         actor=actor,
         reason=reason,
+        holder_before=None if row is None else holder_engine(row.holder),
     )
     if current is None:
         applied = store.cas_insert(workflow_id, holder=holder, event=event)

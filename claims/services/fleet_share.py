@@ -15,15 +15,14 @@ import threading
 import time
 from collections import defaultdict
 
-from django.db.models import Min, OuterRef, Subquery
+from django.db.models import Min, OuterRef, Q, Subquery
 
 from claims.models import ClaimEvent, EngineSession, Workflow, WorkflowClaim, WorkflowStatus
-from claims.models.claims import HOLDER_PRESENT
+from claims.models.claims import HOLDER_PRESENT, MOVED_FROM_KINDS
 from claims.protocol import ClaimTiming
 from claims.protocol.constants import AUTHORITATIVE_SCAN_LIMIT
 from claims.protocol.discovery import CURSOR_NAME
 from claims.protocol.fleet_share import SHARE_LIMIT, FleetShare, ids_within_limit
-from claims.protocol.records import MOVE_KINDS
 from claims.store import OrmClaimStore
 
 # Who the reclaim cursor names as the last to read a page, when beat read it.
@@ -72,7 +71,7 @@ def fleet_shares(
     quiet_until = _quiet_until(store, now_ms, timing)
     unheld = ids_within_limit(store.list_unheld_running_indexed()) if in_time() else None
     moves_since = now_ms - look_back_ms(timing)
-    moves = _moves(moves_since) if in_time() else None
+    moves = _moves(engine_ids, moves_since) if in_time() else None
     grants_since = now_ms - look_back_ms(timing)
     grants = _by_engine(_grants(engine_ids, grants_since), engine_ids) if in_time() else None
     due = _by_engine(_due(engine_ids, now_ms), engine_ids) if in_time() else None
@@ -92,13 +91,14 @@ def fleet_shares(
     shares = {}
     for engine_id in engine_ids:
         mine = None if grants is None else grants.get(engine_id, ())
+        moved = None if moves is None else moves.get(engine_id)
         shares[engine_id] = FleetShare(
             read_at_ms=now_ms,
             quiet_until_ms=quiet_until,
             unheld=unheld,
             scanned=scanned,
-            moves_since_ms=None if moves is None else moves_since,
-            moves=moves,
+            moves_since_ms=None if moved is None else moves_since,
+            moves=moved,
             grants_since_ms=None if mine is None else grants_since,
             grants=mine,
             due=None if due is None else due.get(engine_id, ()),
@@ -130,15 +130,36 @@ def _quiet_until(store: OrmClaimStore, now_ms: int, timing: ClaimTiming) -> int 
     return until if until > now_ms else None
 
 
-def _moves(since_ms: int) -> tuple[tuple[str, int], ...] | None:
-    moves = list(
+def _moves(
+    engine_ids: list[str], since_ms: int
+) -> dict[str, tuple[tuple[str, int], ...] | None] | None:
+    """Each engine's moves since then: those whose row named it before, and those naming
+    no engine before (every engine's), along the moves' index. Behind a mass failure the
+    dead engines' claims move by the thousand, and no live engine's list holds them."""
+    rows = list(
         ClaimEvent.objects.filter(
-            at_ms__gte=since_ms, kind__in=sorted(MOVE_KINDS), epoch_after__isnull=False
-        ).values_list("workflow_id", "epoch_after")[: SHARE_LIMIT + 1]
+            Q(holder_before__in=engine_ids) | Q(holder_before__isnull=True),
+            at_ms__gte=since_ms,
+            kind__in=MOVED_FROM_KINDS,
+            epoch_after__isnull=False,
+        ).values_list("holder_before", "workflow_id", "epoch_after")[: _total_limit(engine_ids) + 1]
     )
-    if len(moves) > SHARE_LIMIT:
+    if len(rows) > _total_limit(engine_ids):
         return None
-    return tuple((workflow_id, epoch) for workflow_id, epoch in moves if epoch is not None)
+    everyones: list[tuple[str, int]] = []
+    own: dict[str, list[tuple[str, int]]] = defaultdict(list)
+    for engine_id, workflow_id, epoch in rows:
+        if epoch is None:
+            continue
+        if engine_id is None:
+            everyones.append((workflow_id, epoch))
+        else:
+            own[engine_id].append((workflow_id, epoch))
+    shares: dict[str, tuple[tuple[str, int], ...] | None] = {}
+    for engine_id in engine_ids:
+        mine = [*own.get(engine_id, []), *everyones]
+        shares[engine_id] = tuple(mine) if len(mine) <= SHARE_LIMIT else None
+    return shares
 
 
 def _grants(engine_ids: list[str], since_ms: int) -> list[tuple[str, str]] | None:

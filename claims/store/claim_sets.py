@@ -8,11 +8,11 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from django.db import connection, transaction
+from django.db.models import Q
 
 from claims.models import ClaimEvent, WorkflowClaim
-from claims.models.claims import HOLDER_GARBLED, HOLDER_PRESENT
+from claims.models.claims import HOLDER_GARBLED, HOLDER_PRESENT, MOVED_FROM_KINDS
 from claims.protocol.records import (
-    MOVE_KINDS,
     ClaimRow,
     GrantPlan,
     Holder,
@@ -264,12 +264,19 @@ class ClaimSetQueries(SessionQueries):
                 after = (found[0], found[1])
                 pairs.append(after)
 
-    def read_claim_moves(self, *, since_ms: int) -> list[tuple[str, int]]:
-        """Along the events' time index: a read as long as the fleet's moves since then."""
+    def read_claim_moves(
+        self, *, since_ms: int, moved_from: str | None = None
+    ) -> list[tuple[str, int]]:
+        """Along the moves' index (claim_event_moved_from_idx): with ``moved_from``, two
+        ranges, the moves from that engine and those naming none before, as long as the
+        moves of its own claims; without, the fleet's moves since then."""
         moves = ClaimEvent.objects.filter(
-            at_ms__gte=since_ms, kind__in=sorted(MOVE_KINDS), epoch_after__isnull=False
-        ).values_list("workflow_id", "epoch_after")
-        return [(workflow_id, epoch) for workflow_id, epoch in moves if epoch is not None]
+            at_ms__gte=since_ms, kind__in=MOVED_FROM_KINDS, epoch_after__isnull=False
+        )
+        if moved_from is not None:
+            moves = moves.filter(Q(holder_before=moved_from) | Q(holder_before__isnull=True))
+        rows = moves.values_list("workflow_id", "epoch_after")
+        return [(workflow_id, epoch) for workflow_id, epoch in rows if epoch is not None]
 
     def list_held_by(self, *, engine_id: str) -> list[str]:
         return list(

@@ -53,6 +53,7 @@ def _event(event: ClaimEventRecord) -> tuple[Any, ...]:
         event.actor,
         event.reason,
         event.at_ms,
+        event.holder_before,
     )
 
 

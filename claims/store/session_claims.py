@@ -43,6 +43,7 @@ class SessionClaimQueries:
                 *taker,
                 takeover.engine_id,
                 takeover.now_ms,
+                dead_engine,
             ]
             with connection.cursor() as cursor:
                 cursor.execute(sql, params)
@@ -77,6 +78,7 @@ class SessionClaimQueries:
                     actor=None,
                     reason="",
                     at_ms=takeover.now_ms,
+                    holder_before=dead_engine,
                 )
                 for wf, epoch in epochs.items()
             )

@@ -307,6 +307,28 @@ def test_an_engine_learns_of_claims_others_moved_from_the_claim_events(
     assert counted(owner).snapshot()["renewal_failures"] == 2
 
 
+def test_an_engine_reads_the_moves_of_its_own_claims_only(
+    store: Any, engine: Engine, clock: FakeClock
+) -> None:
+    """Each move names the engine its row named before: behind a mass failure the dead
+    engines' claims move by the thousand, and a live engine's read passes them over. A
+    move naming no engine before is everyone's to read."""
+    owner = holding(engine, "engine-a", ["wf-1", "wf-2"])
+    holding(engine, "engine-b", ["wf-3"])
+    rotate_claim(store, "wf-4", clock=clock, kind="forced_release", actor="op")  # unclaimed
+    clock.advance(1_000)
+    rotate_claim(store, "wf-1", clock=clock, kind="forced_release", actor="op")
+    rotate_claim(store, "wf-3", clock=clock, kind="forced_release", actor="op")
+
+    assert sorted(store.read_claim_moves(since_ms=T0, moved_from="engine-a")) == [
+        ("wf-1", 2),
+        ("wf-4", 1),
+    ]
+    assert sorted(store.read_claim_moves(since_ms=T0)) == [("wf-1", 2), ("wf-3", 2), ("wf-4", 1)]
+    assert owner.forget_moved_claims() == 1
+    assert owner.held_workflow_ids() == ["wf-2"]
+
+
 def test_an_engines_own_grants_are_not_moves_that_lose_it_claims(
     store: Any, engine: Engine, clock: FakeClock
 ) -> None:

@@ -86,6 +86,11 @@ def test_the_claims_of_a_dead_session_are_taken_by_the_session_and_never_listed(
         assert b.current_epoch(workflow_id) == 2
         assert arrange.events(workflow_id)[-1] == ("takeover", 1, 2, "engine-b")
     assert store.read_session("engine-a").closed_by == "engine-b"
+    # Each move names the dead engine as the holder before: a live engine's read of its
+    # own moves passes them over.
+    moved_from_dead = store.read_claim_moves(since_ms=0, moved_from="engine-a")
+    assert sorted(moved_from_dead) == [(workflow_id, 2) for workflow_id in STRANDED]
+    assert not set(store.read_claim_moves(since_ms=0, moved_from="engine-c")) & set(moved_from_dead)
     metrics = b.metrics
     assert isinstance(metrics, ClaimMetrics)
     assert metrics.snapshot()["attempts"]["takeover"] == len(STRANDED)

@@ -115,6 +115,8 @@ def random_fleet(seed: int) -> None:
             epoch_after=2 + i,
             engine_id=rng.choice(ENGINES),
             at_ms=NOW - rng.choice([1_000, LOOK_BACK_MS + 1_000]),
+            # Moved from an engine of the fleet, from one gone, or from none known.
+            holder_before=rng.choice([*ENGINES, "e-gone", None]),
         )
 
 
@@ -159,9 +161,10 @@ def test_a_share_is_what_each_engines_own_reads_would_answer(seed: int) -> None:
 
     assert share.unheld == tuple(store.list_unheld_running_indexed())
     assert share.moves_since_ms == NOW - LOOK_BACK_MS
-    assert sorted(share.moves or ()) == sorted(store.read_claim_moves(since_ms=NOW - LOOK_BACK_MS))
     for engine_id in ENGINES:
         mine = shares[engine_id]
+        own_moves = store.read_claim_moves(since_ms=NOW - LOOK_BACK_MS, moved_from=engine_id)
+        assert sorted(mine.moves or ()) == sorted(own_moves)
         assert mine.due == due_of(engine_id, NOW)
         assert mine.grants_since_ms == NOW - LOOK_BACK_MS
         granted = store.list_granted_to(engine_id=engine_id, claimed_since_ms=NOW - LOOK_BACK_MS)

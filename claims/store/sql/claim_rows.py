@@ -50,7 +50,7 @@ EVENT_TRANSITION_FIELDS = (
     "engine_id",
     "actor",
 )
-EVENT_FIELDS = (*EVENT_TRANSITION_FIELDS, "reason", "at_ms")
+EVENT_FIELDS = (*EVENT_TRANSITION_FIELDS, "reason", "at_ms", "holder_before")
 
 
 @dataclass(frozen=True)

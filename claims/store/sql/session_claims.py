@@ -56,7 +56,7 @@ WITH picked AS (
     RETURNING c.{wf} AS wf, c.{epoch} AS epoch, picked.status
 ), logged AS (
     INSERT INTO {events} ({event_columns})
-    SELECT wf, 'takeover', epoch - 1, epoch, %s, NULL, '', %s FROM taken
+    SELECT wf, 'takeover', epoch - 1, epoch, %s, NULL, '', %s, %s FROM taken
 )
 SELECT wf, epoch, status FROM taken
 """
@@ -82,7 +82,8 @@ def take_over_session_statement(vendor: str | None = None) -> str:
     workflow types (None: any) twice; the ids to skip; the dead session's engine id and
     epoch again; the limit. The taker: its engine id, expiry (None), claim time and
     session epoch. PostgreSQL writes the pick first, then the taker, then the event's
-    engine id and time, and returns (id, new epoch, workflow status), the types and the
-    skipped ids as arrays; SQLite writes the taker first, then the pick, and returns
-    (id, new epoch), the types and the skipped ids as JSON arrays."""
+    engine id, time and the dead session's engine id (the holder before), and returns
+    (id, new epoch, workflow status), the types and the skipped ids as arrays; SQLite
+    writes the taker first, then the pick, and returns (id, new epoch), the types and the
+    skipped ids as JSON arrays."""
     return _take_over_session(vendor or connection.vendor)
