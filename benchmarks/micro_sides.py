@@ -32,8 +32,15 @@ def dead_holder() -> Holder:
     return Holder(DEAD, 2, START_MS - 600_000, START_MS - 1_200_000)
 
 
-def _event(workflow_id: str, kind: EventKind, before: int, after: int, at: int) -> ClaimEventRecord:
-    return ClaimEventRecord(workflow_id, kind, before, after, ME, at)
+def _event(
+    workflow_id: str,
+    kind: EventKind,
+    before: int,
+    after: int,
+    at: int,
+    moved_from: str | None = None,
+) -> ClaimEventRecord:
+    return ClaimEventRecord(workflow_id, kind, before, after, ME, at, holder_before=moved_from)
 
 
 class Side:
@@ -103,7 +110,7 @@ class StoreSide(Side):
             expected_epoch=2,
             expected_holder=dead_holder(),
             holder=Holder(ME, 3, now + self.ttl_ms, now),
-            event=_event(workflow_id, "takeover", 2, 3, now),
+            event=_event(workflow_id, "takeover", 2, 3, now, dead_holder().engine_id),
         )
 
 
@@ -120,8 +127,10 @@ def holder_values(holder: Holder | None) -> tuple[Any, ...]:
     )
 
 
-def _event_values(workflow_id: str, kind: str, before: int, after: int, at: int) -> tuple:
-    return (workflow_id, kind, before, after, ME, None, "", at)
+def _event_values(
+    workflow_id: str, kind: str, before: int, after: int, at: int, moved_from: str | None = None
+) -> tuple:
+    return (workflow_id, kind, before, after, ME, None, "", at, moved_from)
 
 
 class RawSide(Side):
@@ -182,7 +191,7 @@ class RawSide(Side):
             return self._transition(op, "release", (workflow_id, 2, *mine), event) == 1
         taker = Holder(ME, 3, now + self.ttl_ms, now)
         cas = (3, *holder_values(taker), workflow_id, 2, *holder_values(dead_holder()))
-        event = _event_values(workflow_id, "takeover", 2, 3, now)
+        event = _event_values(workflow_id, "takeover", 2, 3, now, dead_holder().engine_id)
         return self._transition(op, "grant", cas, event) == 1
 
     def _transition(self, op: str, name: str, cas: tuple, event: tuple) -> int:

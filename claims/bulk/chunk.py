@@ -235,6 +235,8 @@ def _write_events(job: BulkJob, engine_id: str | None, item_ids: list[int], now_
             event_actor=Value(job.requested_by, output_field=text),
             event_reason=Value(job.reason, output_field=text),
             event_at=Value(now_ms, output_field=number),
+            # A job's moves name no holder before: every engine reads them (§12).
+            event_holder_before=Value(None, output_field=text),
             event_job=Value(job.pk, output_field=number),
         )
         .values_list(
@@ -246,6 +248,7 @@ def _write_events(job: BulkJob, engine_id: str | None, item_ids: list[int], now_
             "event_actor",
             "event_reason",
             "event_at",
+            "event_holder_before",
             "event_job",
         )
     )

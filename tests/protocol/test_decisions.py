@@ -72,7 +72,8 @@ def test_takeover_one_ms_past_the_grace_plans_the_next_epoch_expecting_the_holde
         4,
         B_LIVE,
         Holder("a", 5, NOW + 1 + TIMING.ttl_ms, NOW + 1),
-        ClaimEventRecord("wf", "takeover", 4, 5, "a", NOW + 1),
+        # The move names the engine it is taken from, whose cache may still hold it.
+        ClaimEventRecord("wf", "takeover", 4, 5, "a", NOW + 1, holder_before="b"),
     )
 
 

@@ -48,8 +48,9 @@ def _rows() -> dict[str, list[Any]]:
         "visibility": table(WorkflowVisibility, "workflow_id", "id"),
         # The session column is null in the workflow-lease mode the demo fleet runs.
         "claims": table(WorkflowClaim, "workflow_id", "holder_session_epoch"),
-        # bulk_job_id: a column added after the digest was pinned; the seed runs no job.
-        "events": table(ClaimEvent, "id", "id", "bulk_job_id"),
+        # bulk_job_id, holder_before: columns added after the digest was pinned; the seed
+        # runs no job, and its history is older than any engine's look at the moves.
+        "events": table(ClaimEvent, "id", "id", "bulk_job_id", "holder_before"),
         "engines": table(
             Engine,
             "engine_id",
