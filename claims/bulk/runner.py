@@ -18,6 +18,7 @@ from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from functools import partial
+from typing import TypeVar
 
 from django.db import DatabaseError, OperationalError, connection, transaction
 from django.db.models import F
@@ -36,6 +37,7 @@ from claims.models import (
 from .chunk import CHUNK_ITEM_FIELDS, ChunkItem, ChunkResult, act_on_chunk
 
 logger = logging.getLogger("weftboard.claims")
+T = TypeVar("T")
 
 DEFAULT_CHUNK_SIZE = 250
 MAX_CHUNK_SIZE = 1_000
@@ -43,9 +45,11 @@ MAX_CHUNK_SIZE = 1_000
 # still left some, the job pauses with a note instead of spinning.
 MAX_SWEEPS = 20
 SWEEP_PAUSE_S = 0.5
-# A chunk that met a busy database (SQLite's lock wait ran out, a PostgreSQL failover) is
-# tried again, its transaction having rolled back whole, before the job is failed.
-CHUNK_TRIES = 4
+# A chunk that met a busy database (SQLite's lock wait ran out, a PostgreSQL failover, a
+# connection cut) is tried again, its transaction having rolled back whole, before the job
+# is failed; so is the end-of-walk sweep. The pauses grow, 7.5 s in all at 0.5 s: a few
+# seconds of lost connections are outlasted.
+CHUNK_TRIES = 6
 RETRY_PAUSE_S = 0.5
 
 
@@ -113,8 +117,14 @@ def bulk_run(
             while True:
                 chunk_number += 1
                 began = time.monotonic()
-                step, acted = _run_chunk_retrying(job_id, size, chunk_number, hooks)
-                if step is _Step.DONE and _sweep_again(job_id, sweeps):
+                step, acted = _retrying(
+                    job_id,
+                    f"chunk {chunk_number}",
+                    partial(_run_chunk, job_id, size, chunk_number, hooks),
+                )
+                if step is _Step.DONE and _retrying(
+                    job_id, "the sweep", partial(_sweep_again, job_id, sweeps)
+                ):
                     sweeps += 1
                     time.sleep(SWEEP_PAUSE_S)
                     continue
@@ -156,19 +166,18 @@ def _start(job_id: int) -> BulkJob:
     return BulkJob.objects.get(pk=job_id)
 
 
-def _run_chunk_retrying(
-    job_id: int, size: int, chunk_number: int, hooks: BulkHooks
-) -> tuple[_Step, int]:
+def _retrying(job_id: int, what: str, step: Callable[[], T]) -> T:
+    """``step``, one transaction, again after an OperationalError, CHUNK_TRIES in all."""
     for attempt in range(1, CHUNK_TRIES + 1):
         try:
-            return _run_chunk(job_id, size, chunk_number, hooks)
+            return step()
         except OperationalError as error:
             if attempt == CHUNK_TRIES:
                 raise
             logger.warning(
-                "bulk job #%s: chunk %s failed (%s); trying it again",
+                "bulk job #%s: %s failed (%s); trying it again",
                 job_id,
-                chunk_number,
+                what,
                 describe_error(error),
             )
             # The connection may be gone (its commit's answer with it): the next try opens

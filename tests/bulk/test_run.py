@@ -248,6 +248,30 @@ def test_a_run_killed_mid_chunk_resumes_and_acts_on_each_item_once():
 
 
 @pytest.mark.django_db(transaction=True)
+def test_a_sweep_that_lost_its_connection_is_tried_again_and_the_job_ends_done(monkeypatch):
+    """The end-of-walk sweep is a transaction like a chunk: a connection cut under it is
+    no reason to fail a job whose every item was acted on."""
+    monkeypatch.setattr(runner, "RETRY_PAUSE_S", 0.0)
+    make_fleet(3, epoch=1)
+    job = create()
+    real_sweep = runner._sweep_again
+    calls: list[int] = []
+
+    def cut_once(job_id: int, sweeps: int) -> bool:
+        calls.append(sweeps)
+        if len(calls) == 1:
+            raise OperationalError("server closed the connection unexpectedly")
+        return real_sweep(job_id, sweeps)
+
+    monkeypatch.setattr(runner, "_sweep_again", cut_once)
+
+    ran = bulk_run(job.pk, hooks=NO_PAUSE)
+
+    assert (ran.status, ran.done_count) == ("done", 3)
+    assert len(calls) == 2
+
+
+@pytest.mark.django_db(transaction=True)
 def test_a_chunk_that_committed_but_lost_its_answer_is_not_acted_on_again(monkeypatch):
     monkeypatch.setattr(runner, "RETRY_PAUSE_S", 0.0)
     ids = make_fleet(6, epoch=1)
