@@ -144,9 +144,11 @@ key = sys.argv[1]
 print("ready", flush=True)
 sys.stdin.readline()
 admitted = 0
+# Slow enough that no one process can take all 30 before the others start on a machine
+# busy enough to wake them a second apart: the four must interleave.
 for _ in range(60):
     admitted += admit(key, Rate(30, 60)).admitted
-    time.sleep(0.005)
+    time.sleep(0.05)
 print(admitted)
 """
 
