@@ -167,10 +167,11 @@ def run(options: Options, token: str, log: Callable[[str], None]) -> Outcome:
         log(f"faults healed after {elapsed:.0f} s; {len(nemesis.records)} injected")
         # Quiet: no fault, no start and no operator call (a start or a forced release in
         # its last second is not yet taken when the end is judged), long enough for every
-        # stranded workflow to be picked up twice over. The bulk jobs already made finish.
+        # stranded workflow to be picked up twice over. The bulk jobs already made finish
+        # first, so that none acts within it.
         workload.stop()
-        time.sleep(2 * timing.stranded_bound_ms / 1000 + 3)
         bulk_jobs_wait()
+        time.sleep(2 * timing.stranded_bound_ms / 1000 + 3)
         errors += fleet.unexpected_exits()
         final_unowned = unowned_at_end(fleet, watch)
         watch.stop()

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from itertools import cycle
 
+from claims.fleet_clock import database_now_ms
 from claims.models import Engine, EngineStatus
 from claims.protocol.sessions import open_session_epoch
 from claims.protocol.timing import ClaimTiming
@@ -13,9 +14,9 @@ from claims.store import OrmClaimStore
 
 _store = OrmClaimStore()
 
-# An engine writes its heartbeat after every pass, each interval at least: one not heard
-# from for two intervals has most likely stopped.
-HEARD_WITHIN_INTERVALS = 2
+# An engine writes its heartbeat after every pass, each interval at least (a tick lost on
+# the way delays one): one not heard from for three intervals has most likely stopped.
+HEARD_WITHIN_INTERVALS = 3
 
 
 @dataclass(frozen=True)
@@ -42,7 +43,9 @@ class Targets:
             # active until beat marks it dead (a TTL of silence), and a claim handed to it
             # would wait out its TTL and the grace again before anyone drives it. With none
             # heard from lately (the whole fleet slow), every active engine is a target.
-            heard_since = now_ms - HEARD_WITHIN_INTERVALS * timing.renew_interval_ms
+            # On the database's clock, as the heartbeats are judged everywhere: the runner
+            # is any worker, whose own clock may be wrong.
+            heard_since = database_now_ms() - HEARD_WITHIN_INTERVALS * timing.renew_interval_ms
             heard = [row for row in rows if row[2] >= heard_since]
             rows = heard or rows
         self._targets = [

@@ -167,9 +167,9 @@ class ClaimEvent(models.Model):
     at_ms = models.BigIntegerField()
     # The bulk job (claims.models.BulkJob) that made this transition, if one did.
     bulk_job_id = models.BigIntegerField(null=True, blank=True)
-    # For a move: the engine the row named as holder before it (migration 0030), so that
-    # each engine under a session reads the moves of its own claims only; null: none or
-    # not known, and every engine reads it (docs/design.md §12).
+    # For a move: the engine the row named as holder before it (migrations 0030, 0031), so
+    # that each engine under a session reads the moves of its own claims only; null: none
+    # or not known, and every engine reads it (docs/design.md §12).
     holder_before = models.CharField(max_length=ENGINE_ID_MAX_LENGTH, null=True, blank=True)
 
     class Meta:

@@ -41,8 +41,9 @@ class FleetShare:
     # source), and the candidates of the scan page beat read for the fleet (the third).
     unheld: tuple[str, ...] | None = None
     scanned: tuple[str, ...] | None = None
-    # Every claim move (takeover, forced release or takeover, deposition) whose event time is
-    # at or after ``moves_since_ms``: (workflow id, epoch after).
+    # The claim moves (takeover, forced release or takeover, rotation) from this engine, and
+    # those naming no engine before, whose event time is at or after ``moves_since_ms``:
+    # (workflow id, epoch after).
     moves_since_ms: int | None = None
     moves: tuple[tuple[str, int], ...] | None = None
     # The claims naming this engine granted at or after ``grants_since_ms`` (the audit).

@@ -17,7 +17,14 @@ from collections import defaultdict
 
 from django.db.models import Min, OuterRef, Q, Subquery
 
-from claims.models import ClaimEvent, EngineSession, Workflow, WorkflowClaim, WorkflowStatus
+from claims.models import (
+    ClaimEvent,
+    Engine,
+    EngineSession,
+    Workflow,
+    WorkflowClaim,
+    WorkflowStatus,
+)
 from claims.models.claims import HOLDER_PRESENT, MOVED_FROM_KINDS
 from claims.protocol import ClaimTiming
 from claims.protocol.constants import AUTHORITATIVE_SCAN_LIMIT
@@ -42,6 +49,9 @@ def look_back_ms(timing: ClaimTiming) -> int:
 
 # The share of an interval beat's reads may take before the rest is left to the engines.
 READ_BUDGET = 0.1
+# An engine writes its heartbeat after every pass; one silent for longer has most likely
+# stopped (its tick and share wait unread).
+HEARD_WITHIN_INTERVALS = 3
 
 _store_lock = threading.Lock()
 _store: OrmClaimStore | None = None
@@ -71,7 +81,7 @@ def fleet_shares(
     quiet_until = _quiet_until(store, now_ms, timing)
     unheld = ids_within_limit(store.list_unheld_running_indexed()) if in_time() else None
     moves_since = now_ms - look_back_ms(timing)
-    moves = _moves(engine_ids, moves_since) if in_time() else None
+    moves = _moves(_heard_lately(engine_ids, now_ms, timing), moves_since) if in_time() else None
     grants_since = now_ms - look_back_ms(timing)
     grants = _by_engine(_grants(engine_ids, grants_since), engine_ids) if in_time() else None
     due = _by_engine(_due(engine_ids, now_ms), engine_ids) if in_time() else None
@@ -130,12 +140,26 @@ def _quiet_until(store: OrmClaimStore, now_ms: int, timing: ClaimTiming) -> int 
     return until if until > now_ms else None
 
 
+def _heard_lately(engine_ids: list[str], now_ms: int, timing: ClaimTiming) -> list[str]:
+    """The engines heard from in the last HEARD_WITHIN_INTERVALS intervals. Beat ticks an
+    engine until it is marked dead, a TTL of silence; the moves of an engine killed a
+    moment ago are its claims being taken over by the thousand, which no one reads."""
+    heard_since = now_ms - HEARD_WITHIN_INTERVALS * timing.renew_interval_ms
+    heard = set(
+        Engine.objects.filter(
+            engine_id__in=engine_ids, heartbeat_at_ms__gte=heard_since
+        ).values_list("engine_id", flat=True)
+    )
+    return [engine_id for engine_id in engine_ids if engine_id in heard]
+
+
 def _moves(
     engine_ids: list[str], since_ms: int
 ) -> dict[str, tuple[tuple[str, int], ...] | None] | None:
     """Each engine's moves since then: those whose row named it before, and those naming
     no engine before (every engine's), along the moves' index. Behind a mass failure the
-    dead engines' claims move by the thousand, and no live engine's list holds them."""
+    dead engines' claims move by the thousand, and no live engine's list holds them (an
+    engine left out here gets no moves in its share, and reads its own)."""
     rows = list(
         ClaimEvent.objects.filter(
             Q(holder_before__in=engine_ids) | Q(holder_before__isnull=True),

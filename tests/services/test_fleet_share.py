@@ -39,6 +39,14 @@ def _fresh_beat_store(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(fleet_share, "_store", None)
 
 
+def heard_at(now_ms: int, engine_ids: list[str] = ENGINES) -> None:
+    """Engine rows heard from at ``now_ms``: beat reads the moves of those only."""
+    from tests.factories import make_engine
+
+    for engine_id in engine_ids:
+        make_engine(engine_id, heartbeat_at_ms=now_ms)
+
+
 def random_sessions(rng: random.Random, now_ms: int, *, healthy: bool) -> dict[str, int]:
     """A session row per engine, in a random state; the epoch each names."""
     epochs = {}
@@ -71,6 +79,7 @@ def random_fleet(seed: int) -> None:
     on odd ones, any holder shape, as the kept-counts test writes them."""
     rng = random.Random(seed)
     healthy = seed % 2 == 0
+    heard_at(NOW)
     epochs = random_sessions(rng, NOW, healthy=healthy)
     if healthy:
         for i in range(N):
@@ -187,6 +196,7 @@ def test_the_shares_say_quiet_in_some_fleets_and_not_in_others() -> None:
 def test_an_idle_fleet_is_quiet_until_the_next_tick() -> None:
     """Live sessions and claims that lapse well after the interval, a dead session naming
     nothing (unclosed: nobody had claims of it to take over), parked workflows."""
+    heard_at(NOW)
     for engine_id in ENGINES[:2]:
         make_session(engine_id, epoch=1, expires_at_ms=NOW + 20_000, at_ms=NOW)
     make_session(ENGINES[2], epoch=1, expires_at_ms=NOW - 60_000, at_ms=NOW - 60_000)
@@ -241,6 +251,34 @@ def test_a_closed_session_naming_claims_is_not_quiet() -> None:
     )
     share = fleet_shares(now_ms=NOW, timing=TIMING, engine_ids=ENGINES)[ENGINES[1]]
     assert share.quiet_until_ms is None
+
+
+def test_an_engine_not_heard_from_lately_is_left_out_of_the_moves_and_spoils_no_share(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Behind a mass failure, an engine killed a moment ago is still ticked, and its claims
+    move by the thousand: beat reads none of those, so the live engines' shares hold."""
+    monkeypatch.setattr(share_module, "SHARE_LIMIT", 2)
+    monkeypatch.setattr(fleet_share, "SHARE_LIMIT", 2)
+    live, silent = ENGINES[0], ENGINES[1]
+    heard_at(NOW, [live])
+    heard_at(NOW - 60_000, [silent])
+    for i in range(50):
+        moved_from = live if i == 0 else silent
+        ClaimEvent.objects.create(
+            workflow_id=f"wf-{i}",
+            kind="takeover",
+            epoch_before=1,
+            epoch_after=2,
+            engine_id=ENGINES[2],
+            at_ms=NOW - 1_000,
+            holder_before=moved_from,
+        )
+
+    shares = fleet_shares(now_ms=NOW, timing=TIMING, engine_ids=[live, silent])
+
+    assert shares[live].moves == (("wf-0", 2),)
+    assert shares[silent].moves is None  # it reads its own, if it is alive after all
 
 
 def test_lists_past_their_bound_are_left_for_the_engines(monkeypatch: pytest.MonkeyPatch) -> None:

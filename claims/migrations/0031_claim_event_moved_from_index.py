@@ -1,10 +1,10 @@
-"""Each claim move names the engine the row named before it (``holder_before``), and an
-index over the moves by that engine and time: each engine under a session reads the
-moves of its own claims only (docs/design.md §12), not the whole fleet's.
+"""The moves by the engine they were taken from and time (``claim_event_moved_from_idx``):
+an engine's read of the moves of its own claims goes along it (docs/design.md §12).
 
-The column is nullable, so adding it rewrites nothing. On PostgreSQL the index is built
-concurrently, outside a transaction: a fleet keeps writing events while it is built.
-Older events keep a null ``holder_before``, which every engine reads, as before.
+On PostgreSQL the index is built concurrently, outside a transaction: a fleet keeps
+writing events while it is built. A build that failed or was cancelled leaves an invalid
+index of the same name behind, which ``IF NOT EXISTS`` would keep: it is dropped first,
+so running the migration again builds it afresh.
 """
 
 from django.db import migrations, models
@@ -26,6 +26,13 @@ def forwards(apps, schema_editor):
         kinds = ", ".join(f"'{kind}'" for kind in KINDS)
         with connection.cursor() as cursor:
             cursor.execute(
+                "SELECT 1 FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid"
+                " WHERE c.relname = %s AND NOT i.indisvalid",
+                [NAME],
+            )
+            if cursor.fetchone() is not None:
+                cursor.execute(f"DROP INDEX CONCURRENTLY IF EXISTS {NAME}")
+            cursor.execute(
                 f"CREATE INDEX CONCURRENTLY IF NOT EXISTS {NAME} ON {TABLE} "
                 f"({', '.join(FIELDS)}) WHERE kind IN ({kinds})"
             )
@@ -46,15 +53,10 @@ class Migration(migrations.Migration):
     atomic = False
 
     dependencies = [
-        ("claims", "0029_fleet_counts"),
+        ("claims", "0030_claim_event_holder_before"),
     ]
 
     operations = [
-        migrations.AddField(
-            model_name="claimevent",
-            name="holder_before",
-            field=models.CharField(blank=True, max_length=255, null=True),
-        ),
         migrations.SeparateDatabaseAndState(
             state_operations=[migrations.AddIndex(model_name="claimevent", index=_index())],
             database_operations=[migrations.RunPython(forwards, backwards)],
