@@ -10,13 +10,10 @@ from claims.fleet_clock import database_now_ms
 from claims.models import Engine, EngineStatus
 from claims.protocol.sessions import open_session_epoch
 from claims.protocol.timing import ClaimTiming
+from claims.selectors.engines.liveness import heard_since_ms
 from claims.store import OrmClaimStore
 
 _store = OrmClaimStore()
-
-# An engine writes its heartbeat after every pass, each interval at least (a tick lost on
-# the way delays one): one not heard from for three intervals has most likely stopped.
-HEARD_WITHIN_INTERVALS = 3
 
 
 @dataclass(frozen=True)
@@ -45,7 +42,7 @@ class Targets:
             # heard from lately (the whole fleet slow), every active engine is a target.
             # On the database's clock, as the heartbeats are judged everywhere: the runner
             # is any worker, whose own clock may be wrong.
-            heard_since = database_now_ms() - HEARD_WITHIN_INTERVALS * timing.renew_interval_ms
+            heard_since = heard_since_ms(database_now_ms(), timing)
             heard = [row for row in rows if row[2] >= heard_since]
             rows = heard or rows
         self._targets = [

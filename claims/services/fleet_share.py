@@ -30,6 +30,7 @@ from claims.protocol import ClaimTiming
 from claims.protocol.constants import AUTHORITATIVE_SCAN_LIMIT
 from claims.protocol.discovery import CURSOR_NAME
 from claims.protocol.fleet_share import SHARE_LIMIT, FleetShare, ids_within_limit
+from claims.selectors.engines.liveness import heard_since_ms
 from claims.store import OrmClaimStore
 
 # Who the reclaim cursor names as the last to read a page, when beat read it.
@@ -49,9 +50,6 @@ def look_back_ms(timing: ClaimTiming) -> int:
 
 # The share of an interval beat's reads may take before the rest is left to the engines.
 READ_BUDGET = 0.1
-# An engine writes its heartbeat after every pass; one silent for longer has most likely
-# stopped (its tick and share wait unread).
-HEARD_WITHIN_INTERVALS = 3
 
 _store_lock = threading.Lock()
 _store: OrmClaimStore | None = None
@@ -141,13 +139,12 @@ def _quiet_until(store: OrmClaimStore, now_ms: int, timing: ClaimTiming) -> int 
 
 
 def _heard_lately(engine_ids: list[str], now_ms: int, timing: ClaimTiming) -> list[str]:
-    """The engines heard from in the last HEARD_WITHIN_INTERVALS intervals. Beat ticks an
-    engine until it is marked dead, a TTL of silence; the moves of an engine killed a
-    moment ago are its claims being taken over by the thousand, which no one reads."""
-    heard_since = now_ms - HEARD_WITHIN_INTERVALS * timing.renew_interval_ms
+    """The engines heard from lately (``heard_since_ms``). Beat ticks an engine until it is
+    marked dead, a TTL of silence; the moves of an engine killed a moment ago are its
+    claims being taken over by the thousand, which no one reads."""
     heard = set(
         Engine.objects.filter(
-            engine_id__in=engine_ids, heartbeat_at_ms__gte=heard_since
+            engine_id__in=engine_ids, heartbeat_at_ms__gte=heard_since_ms(now_ms, timing)
         ).values_list("engine_id", flat=True)
     )
     return [engine_id for engine_id in engine_ids if engine_id in heard]

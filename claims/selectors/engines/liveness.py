@@ -13,6 +13,18 @@ LIVE_ENGINE_STATUSES = ("active", "disposing")
 LATE_INTERVALS = 2
 
 
+# An engine writes its heartbeat after every pass, each interval at least (a tick lost on
+# the way delays one): one not heard from for this many intervals has most likely stopped,
+# though beat marks it dead only after a TTL more. Who hands out work (a bulk takeover's
+# spread, beat's share of the moves) passes such an engine over.
+HEARD_WITHIN_INTERVALS = 3
+
+
+def heard_since_ms(now_ms: int, timing: ClaimTiming) -> int:
+    """An engine whose last heartbeat is at or after this was heard from lately."""
+    return now_ms - HEARD_WITHIN_INTERVALS * timing.renew_interval_ms
+
+
 def silent_before_ms(now_ms: int, timing: ClaimTiming) -> int:
     """An engine whose last heartbeat is before this is silent: TTL + 2 renew intervals."""
     return now_ms - timing.ttl_ms - LATE_INTERVALS * timing.renew_interval_ms
