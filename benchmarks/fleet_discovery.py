@@ -74,12 +74,12 @@ def _forget_engines() -> None:
             cursor.execute(f"DELETE FROM {connection.ops.quote_name(model._meta.db_table)}")
 
 
-def _reset_statements() -> None:
+def reset_statements() -> None:
     with connection.cursor() as cursor:
         cursor.execute("SELECT pg_stat_statements_reset()")
 
 
-def _statement_times() -> list[tuple[str, int, float]]:
+def statement_times() -> list[tuple[str, int, float]]:
     """Every statement the database ran since the reset: text, calls, total ms."""
     with connection.cursor() as cursor:
         cursor.execute(
@@ -96,9 +96,9 @@ def _run_fleet(engines: int, *, legacy: bool) -> dict[str, Any]:
     def window(t0: float) -> list[tuple[str, int, float]]:
         # The window the engines time their statements in, read from the database too.
         time.sleep(max(0.0, t0 + WARMUP_TICKS * interval_s - 0.05 - time.time()))
-        _reset_statements()
+        reset_statements()
         time.sleep(max(0.0, t0 + (WARMUP_TICKS + MEASURED_TICKS) * interval_s - time.time()))
-        return _statement_times()
+        return statement_times()
 
     gathered, statements = run_together(
         [f"bench-live-{i}" for i in range(engines)],

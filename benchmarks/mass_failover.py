@@ -25,6 +25,7 @@ from claims.models import Engine, EngineSession, WorkflowClaim
 from claims.protocol import ClaimTiming
 
 from .engine_fleet import run_together, seed_held_sessions
+from .fleet_discovery import reset_statements, statement_times
 from .private_postgres import private_server
 from .report import Section, Target, fmt
 
@@ -79,11 +80,13 @@ def _measure() -> dict[str, Any]:
     stranded = _strand(int(time.time() * 1000))
 
     expired_at: dict[str, float] = {}
+    statements: list[tuple[str, int, float]] = []
 
     def watch(t0: float) -> list[tuple[int, int]]:
         expiry = t0 + WARMUP_TICKS * interval_s
         expired_at["s"] = expiry
         time.sleep(max(0.0, expiry - time.time()))
+        reset_statements()
         _kill_dead_engines(int(expiry * 1000))
         curve = []
         end = expiry + AFTER_EXPIRY_TICKS * interval_s
@@ -94,6 +97,7 @@ def _measure() -> dict[str, Any]:
                 break
             time.sleep(POLL_S)
         time.sleep(max(0.0, end - time.time()))
+        statements.extend(statement_times())
         return curve
 
     gathered, curve = run_together(
@@ -139,6 +143,12 @@ def _measure() -> dict[str, Any]:
         "last_reclaim": last_reclaim,
         "expired_at": expired_at.get("s"),
         "reclaims": reclaims,
+        "database_ms": round(sum(ms for _, _, ms in statements)),
+        # Where the server's time went from the expiry to the end of the watch.
+        "busiest_statements": [
+            {"query": " ".join(query.split())[:160], "calls": calls, "ms": round(ms)}
+            for query, calls, ms in sorted(statements, key=lambda s: -s[2])[:12]
+        ],
     }
 
 
@@ -172,7 +182,15 @@ def run(*, binding: bool) -> tuple[dict[str, Any], Section, list[Target]]:
             "longest reclaim pass, ms (wall; one still running counts so far)",
             fmt(measured["longest_pass_ms"]),
         ),
+        (
+            "database time from the expiry to the end of the watch, ms",
+            f"{measured['database_ms']:,}",
+        ),
     ]
+    for busiest in measured["busiest_statements"][:5]:
+        section.rows.append(
+            (f"  {busiest['ms']:,} ms in {busiest['calls']:,} calls", busiest["query"][:90])
+        )
     section.notes.append(
         "the bound from a killed engine's last renewal is TTL + grace + 2 intervals; its "
         "session expires a TTL after that renewal, so the table counts from the expiry"
