@@ -15,7 +15,7 @@ import threading
 from dataclasses import dataclass
 from typing import Literal
 
-from .records import ClaimRow, Holder
+from .records import ClaimRow, EventKind, Holder
 
 # A few statements in doubt per id at most: each later one supersedes the earlier.
 MAX_DOUBTS_PER_ID = 4
@@ -30,6 +30,7 @@ class Doubt:
     epoch: int
     holder: Holder | None  # None: a release (the epoch kept, no holder)
     sent_monotonic_ms: int  # the local clock before it was sent, for the deadline
+    kind: EventKind | None = None  # a grant's event kind ("acquired", "takeover"), else None
 
 
 class Doubts:

@@ -66,6 +66,8 @@ class HeldClaims:
         # or renewed it, plus the TTL. Past it the claim may have lapsed unseen.
         self._deadline_ms: dict[str, int] = {}
         self._doubts = Doubts()
+        # Per id: the kind of the doubted grant the last settling read found committed.
+        self._landed_as: dict[str, EventKind | None] = {}
         # A set-based takeover by session whose answer was lost: the ids it may have
         # granted are unknown, so discovery audits the rows naming this engine at once.
         self.audit_due = False
@@ -152,8 +154,14 @@ class HeldClaims:
         holder = self.held_claim(workflow_id)
         assert holder is not None
         self._doubts.clear(workflow_id)
+        with self._lock:
+            kind = self._landed_as.pop(workflow_id, None)
         return ClaimResult(
-            "acquired", workflow_id, epoch=holder.epoch, expires_at_ms=holder.expires_at_ms
+            "acquired",
+            workflow_id,
+            epoch=holder.epoch,
+            expires_at_ms=holder.expires_at_ms,
+            granted_as=kind,
         )
 
     def _forget(self, workflow_id: str) -> None:
@@ -211,13 +219,18 @@ class HeldClaims:
 
     @contextmanager
     def _in_doubt_on_error(
-        self, workflow_id: str, epoch: int, intended: Holder | None, sent_monotonic_ms: int
+        self,
+        workflow_id: str,
+        epoch: int,
+        intended: Holder | None,
+        sent_monotonic_ms: int,
+        kind: EventKind | None = None,
     ) -> Iterator[None]:
         """A statement that raises may have committed: remember what it meant to write."""
         try:
             yield
         except Exception:
-            self._doubts.add(workflow_id, Doubt(epoch, intended, sent_monotonic_ms))
+            self._doubts.add(workflow_id, Doubt(epoch, intended, sent_monotonic_ms, kind))
             raise
 
     def _grant_planned(
@@ -233,7 +246,9 @@ class HeldClaims:
         except Exception:
             for plan in plans:
                 epoch = plan.holder.epoch or 0
-                self._doubts.add(plan.workflow_id, Doubt(epoch, plan.holder, sent_monotonic_ms))
+                kind = None if plan.event is None else plan.event.kind
+                doubt = Doubt(epoch, plan.holder, sent_monotonic_ms, kind)
+                self._doubts.add(plan.workflow_id, doubt)
             raise
 
     def _results_of(
@@ -269,6 +284,7 @@ class HeldClaims:
             if verdict == "written":
                 assert doubt is not None
                 assert doubt.holder is not None
+                self._landed_as[workflow_id] = doubt.kind
                 self._held[workflow_id] = doubt.holder  # in place if cached, else appended
                 self._deadline_ms[workflow_id] = doubt.sent_monotonic_ms + self.timing.ttl_ms
                 self._cooldown_from_ms.pop(workflow_id, None)

@@ -171,7 +171,7 @@ class ReclaimTarget(SetBasedReclaim):
             held_here = self.registry.current_epoch(workflow_id) is not None
             step = after_takeover(result, engine_id=self.registry.engine_id, held_here=held_here)
             if step == "drive":
-                self._record("takeover")
+                self._record_grant(result, "takeover")
                 assert result.epoch is not None
                 log_takeover(workflow_id, result.epoch, self.registry.engine_id)
                 return self._after_grant(workflow_id, result.epoch)
@@ -197,7 +197,7 @@ class ReclaimTarget(SetBasedReclaim):
             if acquired.status != "acquired":
                 self._record("lost_race")
                 continue
-            self._record("acquired")
+            self._record_grant(acquired, "acquired")
             assert acquired.epoch is not None
             return self._after_grant(workflow_id, acquired.epoch)
         return "lost-race"

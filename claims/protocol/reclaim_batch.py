@@ -14,7 +14,7 @@ from typing import Literal
 from .decisions import after_takeover
 from .log_events import log_takeovers
 from .metrics import ClaimMetrics
-from .records import SessionPair
+from .records import ClaimResult, SessionPair
 from .redrives import PendingRedrives
 from .registry import ClaimRegistry
 from .store import ClaimStore
@@ -90,7 +90,7 @@ class SetBasedReclaim:
         for wf, result in self.registry.takeover_many(ids).items():
             step = after_takeover(result, engine_id=self.registry.engine_id, held_here=False)
             if step == "drive":
-                self._record("takeover")
+                self._record_grant(result, "takeover")
                 assert result.epoch is not None
                 taken[wf] = granted[wf] = result.epoch
             elif step == "backoff-skipped":
@@ -124,7 +124,7 @@ class SetBasedReclaim:
             return
         for wf, result in self.registry.acquire_many(running).items():
             if result.status == "acquired":
-                self._record("acquired")
+                self._record_grant(result, "acquired")
                 assert result.epoch is not None
                 granted[wf] = result.epoch
             else:
@@ -200,6 +200,11 @@ class SetBasedReclaim:
                 raise
         self._redrives.forget(workflow_id)
         return "reclaimed"
+
+    def _record_grant(self, result: ClaimResult, asked: str) -> None:
+        """A grant counts as what landed: an earlier one whose answer was lost may have
+        been the other kind (an acquisition found by a takeover's read, or the reverse)."""
+        self._record(result.granted_as or asked)
 
     def _record(self, outcome: str) -> None:
         if self.metrics is not None:

@@ -103,6 +103,10 @@ class ClaimResult:
     epoch: int | None = None
     held_by: str | None = None
     expires_at_ms: int | None = None
+    # An earlier grant whose answer was lost and a read found committed: what it was
+    # ("acquired" or "takeover"), so that it is counted as what happened, not as the call
+    # that found it.
+    granted_as: EventKind | None = None
 
 
 EventKind = Literal[

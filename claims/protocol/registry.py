@@ -237,7 +237,8 @@ class ClaimRegistry(HeldClaims):
         epoch and the holder as read."""
         workflow_id, holder = plan.workflow_id, plan.holder
         assert holder.epoch is not None
-        with self._in_doubt_on_error(workflow_id, holder.epoch, holder, sent):
+        kind = None if plan.event is None else plan.event.kind
+        with self._in_doubt_on_error(workflow_id, holder.epoch, holder, sent, kind):
             granted = carry_out_grant(self.store, plan, insert=insert)
         if not granted:
             return self._lost_race(workflow_id)

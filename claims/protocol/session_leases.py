@@ -133,11 +133,29 @@ class SessionLeases:
         if renewal.status == "failed":
             failed = renewal.held
         renewed = renewal.held if renewal.status == "renewed" else 0
+        if renewal.status == "renewed":
+            self._settle_doubted_claims()
         if metrics is not None:
             if failed:
                 metrics.record_renewal_failure(failed)
             metrics.set_active_claims(renewal.held)
         return RenewPassResult([], renewed, failed)
+
+    def _settle_doubted_claims(self) -> None:
+        """A held claim with a statement in doubt (a release whose answer was lost) is
+        settled by reading its row, as a per-claim renewal would settle it: the session's
+        renewal and the moves' read see no release, and without this read the engine
+        would keep, and drive, a claim its own release gave up. Run after each renewal and
+        each look at the moves; a lost answer is rare: one read each, none without."""
+        claims = self.claims
+        held = set(claims.held_workflow_ids())
+        for workflow_id in claims.doubted_workflow_ids():
+            if workflow_id not in held:
+                continue  # not held here: discovery settles it (docs/design.md §3)
+            try:
+                claims._settle_by_reading(workflow_id)
+            except Exception:
+                logger.exception("could not read the claim of workflow %s", workflow_id)
 
     def renew(self, workflow_id: str) -> ClaimResult:
         """Renewing any claim renews the session, and with it every claim."""
@@ -245,6 +263,7 @@ class SessionLeases:
             # The per-workflow mode would have found each at its next renewal, and counted
             # a renewal failure there: keep the counter's meaning the same in both modes.
             claims.metrics.record_renewal_failure(len(lost))
+        self._settle_doubted_claims()
         return len(lost)
 
     def give_up_all(self, release: Callable[[str], object]) -> None:

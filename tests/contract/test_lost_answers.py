@@ -14,7 +14,8 @@ from typing import Any, Literal
 
 import pytest
 
-from claims.protocol import ClaimMetrics, Holder, run_renew_pass
+from claims.protocol import ClaimMetrics, ClaimRegistry, Holder, SessionLeases, run_renew_pass
+from claims.protocol.session_lease import EngineSessionLease
 
 from .stores import GRACE_MS, RENEW_INTERVAL_MS, START_MS, TTL_MS
 
@@ -282,6 +283,25 @@ def test_the_reclaim_pass_drives_a_workflow_whose_grant_answer_was_lost_within_o
     assert a.current_epoch("wf") == 1
 
 
+def test_an_acquisition_whose_answer_was_lost_counts_as_acquired_when_a_takeover_finds_it(
+    registry, broken, arrange, workflows, reclaim_target, clock
+):
+    """The grant that landed was an acquisition; the attempt that finds it goes through the
+    takeover path. The counters say what happened: one acquisition, no takeover."""
+    workflows.put("wf")
+    a, metrics, _ = engine(registry, broken)
+    target = reclaim_target(a, on=broken, on_reclaimed=lambda _wf: None)
+    with broken.breaking("insert_many"):
+        target.attempt_batch(target.list_candidates())
+    clock.advance(RENEW_INTERVAL_MS)
+
+    assert target.attempt("wf") == "reclaimed"
+
+    attempts = metrics.snapshot()["attempts"]
+    assert (attempts["acquired"], attempts["takeover"]) == (1, 0)
+    assert [event[0] for event in arrange.events("wf")] == ["acquired"]
+
+
 # -- 4. a failure between a grant and its drive ---------------------------------------------
 
 
@@ -460,4 +480,24 @@ def test_a_finish_whose_answer_was_lost_leaves_the_claim_released_without_a_depo
 
     assert a.renew("wf").status == "not-held"
     assert lost == []
+    assert arrange.read("wf").holder is None
+
+
+def test_an_engine_lease_release_whose_answer_was_lost_is_settled_by_the_next_renew_pass(
+    broken, arrange, clock, timing
+):
+    """The session's renewal reads no claim row; the pass reads the row of a held claim in
+    doubt, so the engine stops holding (and driving) a claim its own release gave up."""
+    session = EngineSessionLease(broken, engine_id="a", clock=clock, timing=timing)
+    a = ClaimRegistry(
+        broken, engine_id="a", clock=clock, timing=timing, liveness=SessionLeases(session)
+    )
+    assert a.acquire("wf").status == "acquired"
+    with broken.breaking("cas_release"):
+        a.release("wf")
+    assert a.held_workflow_ids() == ["wf"]  # in doubt: kept until a read settles it
+
+    run_renew_pass(a)
+
+    assert a.held_workflow_ids() == []
     assert arrange.read("wf").holder is None
