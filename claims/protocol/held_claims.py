@@ -168,6 +168,7 @@ class HeldClaims:
         """Drop a cache entry; caller holds the lock."""
         del self._held[workflow_id]
         self._deadline_ms.pop(workflow_id, None)
+        self._landed_as.pop(workflow_id, None)
 
     def _forget_released(self, workflow_id: str, held: Holder) -> None:
         """After a release statement answered: drop the entry unless a newer grant replaced
@@ -284,7 +285,8 @@ class HeldClaims:
             if verdict == "written":
                 assert doubt is not None
                 assert doubt.holder is not None
-                self._landed_as[workflow_id] = doubt.kind
+                if doubt.kind in ("acquired", "takeover"):
+                    self._landed_as[workflow_id] = doubt.kind
                 self._held[workflow_id] = doubt.holder  # in place if cached, else appended
                 self._deadline_ms[workflow_id] = doubt.sent_monotonic_ms + self.timing.ttl_ms
                 self._cooldown_from_ms.pop(workflow_id, None)

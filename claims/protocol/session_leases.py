@@ -138,24 +138,34 @@ class SessionLeases:
         if metrics is not None:
             if failed:
                 metrics.record_renewal_failure(failed)
-            metrics.set_active_claims(renewal.held)
+            metrics.set_active_claims(len(self.claims.held_workflow_ids()))
         return RenewPassResult([], renewed, failed)
 
     def _settle_doubted_claims(self) -> None:
-        """A held claim with a statement in doubt (a release whose answer was lost) is
-        settled by reading its row, as a per-claim renewal would settle it: the session's
+        """Held claims with a statement in doubt (a release whose answer was lost) are
+        settled by reading their rows, as the per-claim renewal settles them: the session's
         renewal and the moves' read see no release, and without this read the engine
-        would keep, and drive, a claim its own release gave up. Run after each renewal and
-        each look at the moves; a lost answer is rare: one read each, none without."""
+        would keep, and drive, a claim its own release gave up. One read for them all, and
+        none when nothing held is in doubt. Ids being released or renewed are left to
+        that call; an id whose cached claim changed while the rows were read is left to
+        the next pass (a stale read must not undo a newer grant)."""
         claims = self.claims
-        held = set(claims.held_workflow_ids())
-        for workflow_id in claims.doubted_workflow_ids():
-            if workflow_id not in held:
-                continue  # not held here: discovery settles it (docs/design.md §3)
-            try:
-                claims._settle_by_reading(workflow_id)
-            except Exception:
-                logger.exception("could not read the claim of workflow %s", workflow_id)
+        with claims._lock:
+            doubted = {
+                wf: claims._held[wf]
+                for wf in claims._doubts.ids()
+                if wf in claims._held and wf not in claims._releasing and wf not in claims._renewals
+            }
+        if not doubted:
+            return
+        try:
+            rows = claims.store.read_claims(list(doubted))
+        except Exception:
+            logger.exception("could not read %d claims in doubt", len(doubted))
+            return
+        for workflow_id, cached in doubted.items():
+            if claims.held_claim(workflow_id) is cached:
+                claims._settle(workflow_id, rows.get(workflow_id))
 
     def renew(self, workflow_id: str) -> ClaimResult:
         """Renewing any claim renews the session, and with it every claim."""

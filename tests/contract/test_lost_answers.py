@@ -501,3 +501,20 @@ def test_an_engine_lease_release_whose_answer_was_lost_is_settled_by_the_next_re
 
     assert a.held_workflow_ids() == []
     assert arrange.read("wf").holder is None
+
+
+def test_an_engine_lease_release_that_never_landed_stays_held_after_the_renew_pass(
+    broken, arrange, clock, timing
+):
+    session = EngineSessionLease(broken, engine_id="a", clock=clock, timing=timing)
+    a = ClaimRegistry(
+        broken, engine_id="a", clock=clock, timing=timing, liveness=SessionLeases(session)
+    )
+    assert a.acquire("wf").status == "acquired"
+    with broken.breaking("cas_release", how="fail"):
+        a.release("wf")
+
+    run_renew_pass(a)
+
+    assert a.held_workflow_ids() == ["wf"]
+    assert arrange.read("wf").holder.engine_id == "a"
