@@ -305,6 +305,30 @@ class HeldClaims:
             return "not-written"
         return verdict
 
+    def settle_held_doubts(self) -> set[str]:
+        """Read, in one statement, the held ids with a statement in doubt (not those being
+        released or renewed, which that call settles) and take what the rows show; none
+        when nothing held is in doubt. An id whose cached claim changed while the rows were
+        read is left to the next look: a stale read must not undo a newer grant. Returns
+        the ids left unsettled (the read failed too)."""
+        with self._lock:
+            doubted = {
+                wf: self._held[wf]
+                for wf in self._doubts.ids()
+                if wf in self._held and wf not in self._releasing and wf not in self._renewals
+            }
+        if not doubted:
+            return set()
+        try:
+            rows = self.store.read_claims(list(doubted))
+        except Exception:
+            logger.exception("could not read %d claims in doubt", len(doubted))
+            return set(doubted)
+        for workflow_id, cached in doubted.items():
+            if self.held_claim(workflow_id) is cached:
+                self._settle(workflow_id, rows.get(workflow_id))
+        return set()
+
     def _report_lost(self, workflow_id: str, held: Holder, at_ms: int) -> None:
         if self.metrics is not None:
             self.metrics.record_attempt("deposed")

@@ -69,7 +69,7 @@ class ClaimRenewals:
         id with a renewal in flight shares that renewal's result.
         """
         claims = self.claims
-        unsettled = self._settle_held_doubts()
+        unsettled = self.claims.settle_held_doubts()
         chunks: list[tuple[Flight, list[tuple[str, Holder]]]] = []
         joined: dict[str, Flight] = {}
         with claims._lock:
@@ -99,27 +99,6 @@ class ClaimRenewals:
             except Exception:
                 results[workflow_id] = None
         return [(workflow_id, results[workflow_id]) for workflow_id in order]
-
-    def _settle_held_doubts(self) -> set[str]:
-        """Read, in one statement, the held ids whose last statement raised, and take
-        what the rows show. Returns the ids left unsettled (the read failed too)."""
-        claims = self.claims
-        with claims._lock:
-            doubted = [
-                wf
-                for wf in claims._doubts.ids()
-                if wf in claims._held and wf not in claims._releasing and wf not in claims._renewals
-            ]
-        if not doubted:
-            return set()
-        try:
-            rows = claims.store.read_claims(doubted)
-        except Exception:
-            logger.exception("could not read %d claims whose renewal is in doubt", len(doubted))
-            return set(doubted)
-        for workflow_id in doubted:
-            claims._settle(workflow_id, rows.get(workflow_id))
-        return set()
 
     def _renew_chunk(
         self, flight: Flight, chunk: list[tuple[str, Holder]]

@@ -134,38 +134,14 @@ class SessionLeases:
             failed = renewal.held
         renewed = renewal.held if renewal.status == "renewed" else 0
         if renewal.status == "renewed":
-            self._settle_doubted_claims()
+            # The session's renewal reads no claim row: a release whose answer was lost
+            # would be kept, and driven, until a later call happened to read it.
+            self.claims.settle_held_doubts()
         if metrics is not None:
             if failed:
                 metrics.record_renewal_failure(failed)
             metrics.set_active_claims(len(self.claims.held_workflow_ids()))
         return RenewPassResult([], renewed, failed)
-
-    def _settle_doubted_claims(self) -> None:
-        """Held claims with a statement in doubt (a release whose answer was lost) are
-        settled by reading their rows, as the per-claim renewal settles them: the session's
-        renewal and the moves' read see no release, and without this read the engine
-        would keep, and drive, a claim its own release gave up. One read for them all, and
-        none when nothing held is in doubt. Ids being released or renewed are left to
-        that call; an id whose cached claim changed while the rows were read is left to
-        the next pass (a stale read must not undo a newer grant)."""
-        claims = self.claims
-        with claims._lock:
-            doubted = {
-                wf: claims._held[wf]
-                for wf in claims._doubts.ids()
-                if wf in claims._held and wf not in claims._releasing and wf not in claims._renewals
-            }
-        if not doubted:
-            return
-        try:
-            rows = claims.store.read_claims(list(doubted))
-        except Exception:
-            logger.exception("could not read %d claims in doubt", len(doubted))
-            return
-        for workflow_id, cached in doubted.items():
-            if claims.held_claim(workflow_id) is cached:
-                claims._settle(workflow_id, rows.get(workflow_id))
 
     def renew(self, workflow_id: str) -> ClaimResult:
         """Renewing any claim renews the session, and with it every claim."""
@@ -273,7 +249,7 @@ class SessionLeases:
             # The per-workflow mode would have found each at its next renewal, and counted
             # a renewal failure there: keep the counter's meaning the same in both modes.
             claims.metrics.record_renewal_failure(len(lost))
-        self._settle_doubted_claims()
+        claims.settle_held_doubts()
         return len(lost)
 
     def give_up_all(self, release: Callable[[str], object]) -> None:
